@@ -1,0 +1,44 @@
+# Two commands set up a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+UV_VERSION := 0.13.9
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+BIN := $(VENV)/bin
+CONFIG ?= config/gateway.yaml
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run migrate test lint typecheck pytest clean
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet uv==$(UV_VERSION)
+
+# The virtual environment is rebuilt from the lock file whenever the lock changes.
+$(VENV)/.installed: uv.lock pyproject.toml | $(UV)
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --frozen --python $(PYTHON)
+	touch $@
+
+install: $(VENV)/.installed
+
+migrate: install
+	$(BIN)/llm-gateway migrate --config $(CONFIG)
+
+run: migrate
+	$(BIN)/llm-gateway serve --config $(CONFIG) --host $(HOST) --port $(PORT)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy
+
+pytest: install
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) $(TOOLS) var .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,191 @@
+"""OpenAI Chat Completions, and every server that speaks it (vLLM, llama.cpp, Azure, ...)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from adapters.openai_format import request_body
+from llm_service.assemble import StreamAssembler, finish_reason, tool_call
+from llm_service.config import ModelConfig
+from llm_service.errors import (
+    GatewayError,
+    UpstreamConnectionError,
+    UpstreamProtocolError,
+    UpstreamServerError,
+    UpstreamTimeout,
+    error_for_status,
+    parse_retry_after,
+)
+from llm_service.types import (
+    AssistantMessage,
+    ChatRequest,
+    ChatResponse,
+    FinishReason,
+    StreamDone,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    Usage,
+)
+
+PROVIDER = "openai"
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+# Servers without authentication still need some key for the SDK to send.
+_NO_KEY = "not-needed"
+
+
+class OpenAIAdapter:
+    provider = PROVIDER
+
+    def __init__(self, config: ModelConfig, api_key: str | None) -> None:
+        self._config = config
+        timeout = httpx.Timeout(
+            connect=config.timeouts.connect,
+            read=config.timeouts.read,
+            write=config.timeouts.read,
+            pool=config.timeouts.connect,
+        )
+        # The gateway is the only retry layer: SDK retries would multiply upstream load.
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key or _NO_KEY,
+            base_url=config.base_url,
+            timeout=timeout,
+            max_retries=0,
+        )
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        body = request_body(request, self._config.upstream_model, self._config.max_tokens)
+        with _mapped_errors():
+            completion: ChatCompletion = await self._client.chat.completions.create(**body)
+        return _parse_completion(completion)
+
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+        body = request_body(request, self._config.upstream_model, self._config.max_tokens)
+        assembler = StreamAssembler()
+        reason: FinishReason = "stop"
+        usage = Usage()
+        model = self._config.upstream_model
+        with _mapped_errors():
+            chunks = await self._client.chat.completions.create(
+                **body, stream=True, stream_options={"include_usage": True}
+            )
+            async for chunk in chunks:
+                model = chunk.model or model
+                if chunk.usage is not None:
+                    usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+                for event in _chunk_events(chunk):
+                    _record(assembler, event)
+                    yield event
+                for choice in chunk.choices:
+                    if choice.finish_reason:
+                        reason = _FINISH_REASONS.get(choice.finish_reason, "stop")
+        yield StreamDone(assembler.finish(reason, usage, model))
+
+    async def probe(self) -> str | None:
+        return None
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def _record(assembler: StreamAssembler, event: StreamEvent) -> None:
+    if isinstance(event, TextDelta):
+        assembler.add_text(event.text)
+    elif isinstance(event, ThinkingDelta):
+        assembler.add_thinking(event.text)
+    elif isinstance(event, ToolCallDelta):
+        assembler.add_tool_call(event)
+
+
+def _chunk_events(chunk: ChatCompletionChunk) -> Iterator[StreamEvent]:
+    for choice in chunk.choices[:1]:
+        delta = choice.delta
+        reasoning = _reasoning(delta.model_extra)
+        if reasoning:
+            yield ThinkingDelta(reasoning)
+        if delta.content:
+            yield TextDelta(delta.content)
+        for call in delta.tool_calls or ():
+            function = call.function
+            yield ToolCallDelta(
+                index=call.index,
+                id=call.id,
+                name=function.name if function else None,
+                arguments=(function.arguments or "") if function else "",
+            )
+
+
+def _reasoning(extra: dict[str, Any] | None) -> str | None:
+    """vLLM, llama.cpp and others stream reasoning in a non-standard field."""
+    if not extra:
+        return None
+    value = extra.get("reasoning_content") or extra.get("reasoning")
+    return value if isinstance(value, str) else None
+
+
+def _parse_completion(completion: ChatCompletion) -> ChatResponse:
+    if not completion.choices:
+        raise UpstreamProtocolError("openai answered without choices", provider=PROVIDER)
+    choice = completion.choices[0]
+    message = choice.message
+    calls = tuple(
+        tool_call(c.id, c.function.name, c.function.arguments)
+        for c in message.tool_calls or ()
+        if c.type == "function"
+    )
+    usage = completion.usage
+    reason = _FINISH_REASONS.get(choice.finish_reason or "stop", "stop")
+    return ChatResponse(
+        message=AssistantMessage(content=message.content, tool_calls=calls),
+        finish_reason=finish_reason(reason, bool(calls)),
+        usage=Usage(usage.prompt_tokens, usage.completion_tokens) if usage else Usage(),
+        model=completion.model,
+    )
+
+
+@contextmanager
+def _mapped_errors() -> Iterator[None]:
+    try:
+        yield
+    except GatewayError:
+        raise
+    except openai.APIStatusError as exc:
+        body = exc.body if isinstance(exc.body, dict) else {}
+        code = body.get("code") if isinstance(body.get("code"), str) else None
+        raise error_for_status(
+            exc.status_code,
+            _message(body) or exc.message,
+            provider=PROVIDER,
+            retry_after=parse_retry_after(exc.response.headers.get("retry-after")),
+            code=code,
+        ) from exc
+    except openai.APITimeoutError as exc:
+        raise UpstreamTimeout("openai did not answer in time", provider=PROVIDER) from exc
+    except openai.APIConnectionError as exc:
+        raise UpstreamConnectionError(f"cannot reach openai: {exc}", provider=PROVIDER) from exc
+    except (openai.APIResponseValidationError, ValueError) as exc:
+        raise UpstreamProtocolError(
+            f"openai answered with a malformed body: {exc}", provider=PROVIDER
+        ) from exc
+    except openai.APIError as exc:  # an error event inside a stream
+        raise UpstreamServerError(
+            f"openai reported an error: {exc.message}", provider=PROVIDER
+        ) from exc
+
+
+def _message(body: dict[str, Any]) -> str | None:
+    value = body.get("message")
+    return value if isinstance(value, str) else None

@@ -1,0 +1,106 @@
+"""Canonical messages and tools in the OpenAI Chat Completions wire format.
+
+Shared by every adapter that speaks that format (OpenAI, vLLM, llama.cpp, Azure, LiteLLM).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_service.assemble import arguments_json
+from llm_service.types import (
+    AssistantMessage,
+    ChatRequest,
+    ImagePart,
+    Message,
+    NamedToolChoice,
+    SystemMessage,
+    TextPart,
+    ToolChoice,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
+
+JSON = dict[str, Any]
+
+
+def format_message(message: Message) -> JSON:
+    match message:
+        case SystemMessage(content=content):
+            return {"role": "system", "content": content}
+        case UserMessage(content=str() as text):
+            return {"role": "user", "content": text}
+        case UserMessage(content=parts):
+            assert not isinstance(parts, str)
+            return {"role": "user", "content": [_format_part(p) for p in parts]}
+        case AssistantMessage():
+            return _format_assistant(message)
+        case ToolResultMessage(tool_call_id=call_id, content=content):
+            return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def _format_part(part: TextPart | ImagePart) -> JSON:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    image: JSON = {"url": part.url}
+    if part.detail:
+        image["detail"] = part.detail
+    return {"type": "image_url", "image_url": image}
+
+
+def _format_assistant(message: AssistantMessage) -> JSON:
+    wire: JSON = {"role": "assistant", "content": message.content}
+    if message.tool_calls:
+        wire["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": arguments_json(call)},
+            }
+            for call in message.tool_calls
+        ]
+    return wire
+
+
+def format_tool(tool: ToolSpec) -> JSON:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def format_tool_choice(choice: ToolChoice) -> str | JSON:
+    if isinstance(choice, NamedToolChoice):
+        return {"type": "function", "function": {"name": choice.name}}
+    return choice
+
+
+def request_body(request: ChatRequest, model: str, default_max_tokens: int | None) -> JSON:
+    """The JSON body of a Chat Completions request, without the ``stream`` fields."""
+    body: JSON = {"model": model, "messages": [format_message(m) for m in request.messages]}
+    if request.tools:
+        body["tools"] = [format_tool(t) for t in request.tools]
+        if request.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = request.parallel_tool_calls
+    if request.tool_choice is not None:
+        body["tool_choice"] = format_tool_choice(request.tool_choice)
+    params = request.params
+    max_tokens = params.max_tokens or default_max_tokens
+    optional: JSON = {
+        "temperature": params.temperature,
+        "top_p": params.top_p,
+        "max_tokens": max_tokens,
+        "stop": list(params.stop) or None,
+        "seed": params.seed,
+        "presence_penalty": params.presence_penalty,
+        "frequency_penalty": params.frequency_penalty,
+        "response_format": params.response_format,
+        "user": params.user,
+    }
+    body.update({k: v for k, v in optional.items() if v is not None})
+    return body

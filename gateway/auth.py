@@ -1,0 +1,48 @@
+"""Authenticating the caller: an API key in ``Authorization: Bearer`` or ``x-api-key``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from gateway.context import request_context
+from gateway.errors import AuthenticationFailed, PermissionDenied
+from gateway.keys import Principal
+from gateway.services import Services, get_services
+
+
+def _presented_key(request: Request) -> str | None:
+    authorization = request.headers.get("authorization")
+    if authorization:
+        scheme, _, credentials = authorization.partition(" ")
+        if scheme.lower() == "bearer" and credentials.strip():
+            return credentials.strip()
+        return None
+    return request.headers.get("x-api-key") or None
+
+
+async def authenticate(
+    request: Request, services: Annotated[Services, Depends(get_services)]
+) -> Principal:
+    key = _presented_key(request)
+    if key is None:
+        raise AuthenticationFailed("Missing API key. Send it as `Authorization: Bearer <key>`.")
+    principal = await services.keys.authenticate(key)
+    if principal is None:
+        raise AuthenticationFailed("Invalid or revoked API key.")
+    context = request_context(request)
+    context.key_id = principal.key_id
+    context.key_name = principal.name
+    return principal
+
+
+async def require_admin(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
+    if not principal.is_admin:
+        raise PermissionDenied("This endpoint needs an API key with the `admin` role.")
+    return principal
+
+
+CurrentPrincipal = Annotated[Principal, Depends(authenticate)]
+AdminPrincipal = Annotated[Principal, Depends(require_admin)]
+ServicesDep = Annotated[Services, Depends(get_services)]

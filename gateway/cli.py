@@ -1,0 +1,117 @@
+"""``llm-gateway``: serve, migrate, manage API keys. The only place that reads the environment."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from db.engine import create_engine, session_factory
+from db.migrate import downgrade, upgrade
+from gateway.keys import KeyStore
+from gateway.settings import ConfigError, Settings, load_settings
+
+DEFAULT_CONFIG = Path("config/gateway.yaml")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="llm-gateway", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def with_config(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        sub.add_argument("--config", type=Path, default=None, help="YAML config file")
+        return sub
+
+    serve = with_config(commands.add_parser("serve", help="run the gateway"))
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+
+    migrate = with_config(commands.add_parser("migrate", help="upgrade the database schema"))
+    migrate.add_argument("--revision", default="head")
+    down = with_config(commands.add_parser("downgrade", help="downgrade the database schema"))
+    down.add_argument("--revision", required=True)
+
+    keys = commands.add_parser("keys", help="manage API keys").add_subparsers(
+        dest="keys_command", required=True
+    )
+    create = with_config(keys.add_parser("create", help="create a key; prints it last"))
+    create.add_argument("--name", required=True)
+    create.add_argument("--role", action="append", dest="roles", required=True)
+    with_config(keys.add_parser("list", help="list keys (never their values)"))
+    revoke = with_config(keys.add_parser("revoke", help="revoke a key by id"))
+    revoke.add_argument("id", type=int)
+    return parser
+
+
+def _settings(path: Path | None) -> Settings:
+    if path is None and DEFAULT_CONFIG.exists():
+        path = DEFAULT_CONFIG
+    return load_settings(path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = _settings(args.config)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if args.command == "serve":
+        return _serve(settings, args.host, args.port)
+    if args.command == "migrate":
+        upgrade(settings.database_url, args.revision)
+        print(f"database at {args.revision}")
+        return 0
+    if args.command == "downgrade":
+        downgrade(settings.database_url, args.revision)
+        print(f"database at {args.revision}")
+        return 0
+    return asyncio.run(_keys(settings, args))
+
+
+def _serve(settings: Settings, host: str, port: int) -> int:
+    import uvicorn
+
+    from gateway.app import create_app
+    from gateway.logging import configure_logging
+
+    configure_logging(settings.log_level)
+    app = create_app(settings, os.environ)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        access_log=False,  # the gateway logs one structured line per request itself
+        log_config=None,
+    )
+    return 0
+
+
+async def _keys(settings: Settings, args: argparse.Namespace) -> int:
+    engine = create_engine(settings.database_url, settings.database_pool)
+    store = KeyStore(session_factory(engine), cache_seconds=0)
+    try:
+        if args.keys_command == "create":
+            key, info = await store.create(args.name, args.roles)
+            print(f"created key {info.id} `{info.name}` with roles {', '.join(info.roles)}")
+            print("store it now: it is shown only once")
+            print(key)
+        elif args.keys_command == "list":
+            for info in await store.list():
+                state = "revoked" if info.revoked else "active"
+                print(f"{info.id}\t{info.name}\t{info.prefix}...\t{','.join(info.roles)}\t{state}")
+        elif not await store.revoke(args.id):
+            print(f"no active key with id {args.id}", file=sys.stderr)
+            return 1
+    finally:
+        await engine.dispose()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,97 @@
+"""Errors at the HTTP boundary: every failure becomes an OpenAI-style JSON body, by type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import structlog
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gateway.context import request_context
+from llm_service.errors import GatewayError
+
+log = structlog.get_logger("gateway.errors")
+
+
+class AuthenticationFailed(GatewayError):
+    status_code = 401
+    error_type = "invalid_request_error"
+    code = "invalid_api_key"
+
+
+class PermissionDenied(GatewayError):
+    status_code = 403
+    error_type = "permission_error"
+    code = "permission_denied"
+
+
+def error_body(
+    message: str, error_type: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
+    return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+
+
+def error_response(
+    status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> Response:
+    return Response(orjson.dumps(body), status, headers, media_type="application/json")
+
+
+def gateway_error_body(exc: GatewayError) -> dict[str, Any]:
+    return error_body(exc.message, exc.error_type, exc.code, exc.param)
+
+
+async def _gateway_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, GatewayError)
+    request_context(request).error_type = exc.error_type
+    headers: dict[str, str] = {}
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        headers["retry-after"] = str(max(1, round(retry_after)))
+    if isinstance(exc, AuthenticationFailed):
+        headers["www-authenticate"] = "Bearer"
+    return error_response(exc.status_code, gateway_error_body(exc), headers)
+
+
+async def _validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    request_context(request).error_type = "invalid_request_error"
+    errors = exc.errors()
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+    loc = [str(part) for part in first.get("loc", ()) if part != "body"]
+    if first.get("type") == "json_invalid":
+        message, param = "The request body is not valid JSON.", None
+    else:
+        param = ".".join(loc) or None
+        where = f" at `{param}`" if param else ""
+        message = f"Invalid request{where}: {first.get('msg', 'invalid value')}"
+    return error_response(400, error_body(message, "invalid_request_error", None, param))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    error_type = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+    request_context(request).error_type = error_type
+    return error_response(
+        exc.status_code, error_body(str(exc.detail), error_type), dict(exc.headers or {})
+    )
+
+
+async def _unexpected_error(request: Request, exc: Exception) -> Response:
+    context = request_context(request)
+    context.error_type = "api_error"
+    log.error("unhandled_error", request_id=context.request_id, exc_info=exc)
+    message = f"Internal error. Quote request id {context.request_id} when reporting it."
+    return error_response(500, error_body(message, "api_error"))
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(GatewayError, _gateway_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected_error)

@@ -1,0 +1,49 @@
+"""Liveness and readiness."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.responses import Response
+
+from db.migrate import current_revision
+from gateway.auth import ServicesDep
+from gateway.responses import json_response
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+async def healthz() -> Response:
+    """The process is alive. Deliberately checks nothing else."""
+    return json_response({"status": "ok"})
+
+
+@router.get("/readyz")
+async def readyz(services: ServicesDep) -> Response:
+    """Ready when the database answers at the expected schema; models are reported, not required."""
+    problems: list[str] = []
+    revision: str | None = None
+    try:
+        async with services.engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+        revision = await current_revision(services.engine)
+    except (SQLAlchemyError, OSError) as exc:
+        problems.append(f"database unreachable: {type(exc).__name__}")
+    else:
+        if revision != services.head_revision:
+            problems.append(
+                f"database schema at {revision}, expected {services.head_revision}: "
+                "run `llm-gateway migrate`"
+            )
+    models = services.registry.summary()
+    degraded = any(not m["available"] for m in models.values())
+    status = "unready" if problems else ("degraded" if degraded else "ok")
+    payload = {
+        "status": status,
+        "problems": problems,
+        "database": {"revision": revision, "expected": services.head_revision},
+        "models": models,
+    }
+    return json_response(payload, 503 if problems else 200)

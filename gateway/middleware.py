@@ -1,0 +1,148 @@
+"""Pure ASGI middleware: request id, one log line per request, usage, body size limit."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from time import perf_counter
+
+import orjson
+import structlog
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gateway.context import RequestContext
+from gateway.usage import UsageEntry
+
+log = structlog.get_logger("gateway.access")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+
+
+class RequestContextMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        context = RequestContext(request_id=_request_id(scope))
+        scope.setdefault("state", {})["context"] = context
+        status = 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = list(message.get("headers", []))
+                headers.append((b"x-request-id", context.request_id.encode()))
+                message["headers"] = headers
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            _finish(scope, context, status)
+
+
+def _request_id(scope: Scope) -> str:
+    for name, value in scope["headers"]:
+        if name == b"x-request-id":
+            candidate: str = value.decode("latin-1")
+            if _REQUEST_ID.match(candidate):
+                return candidate
+    return uuid.uuid4().hex
+
+
+def _finish(scope: Scope, context: RequestContext, status: int) -> None:
+    latency_ms = round((perf_counter() - context.started) * 1000, 2)
+    usage = context.usage
+    log.info(
+        "request",
+        request_id=context.request_id,
+        method=scope["method"],
+        path=scope["path"],
+        status=status,
+        latency_ms=latency_ms,
+        key=context.key_name,
+        model=context.model,
+        provider=context.provider,
+        prompt_tokens=usage.prompt_tokens if usage else None,
+        completion_tokens=usage.completion_tokens if usage else None,
+        error_type=context.error_type,
+    )
+    if context.model is None:
+        return
+    services = getattr(scope["app"].state, "services", None)
+    if services is None:
+        return
+    services.usage.record(
+        UsageEntry(
+            request_id=context.request_id,
+            api_key_id=context.key_id,
+            key_name=context.key_name,
+            route=scope["path"],
+            model=context.model,
+            provider=context.provider,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            latency_ms=round(latency_ms),
+            status_code=status,
+            error_type=context.error_type,
+        )
+    )
+
+
+class BodySizeLimitMiddleware:
+    """Refuses bodies over the limit with 413 before the application reads them."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope["headers"]:
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                await self._refuse(send)
+                return
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _BodyTooLarge
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send)
+        except _BodyTooLarge:
+            await self._refuse(send)
+
+    async def _refuse(self, send: Send) -> None:
+        body = orjson.dumps(
+            {
+                "error": {
+                    "message": f"Request body exceeds {self.max_bytes} bytes.",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "request_too_large",
+                }
+            }
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+class _BodyTooLarge(Exception):
+    pass

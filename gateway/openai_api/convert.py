@@ -1,0 +1,146 @@
+"""OpenAI wire format <-> canonical types, for the inbound OpenAI-compatible API."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gateway.openai_api.schemas import (
+    AssistantMessageIn,
+    ChatCompletionRequest,
+    ImageContent,
+    MessageIn,
+    NamedToolChoiceIn,
+    SystemMessageIn,
+    TextContent,
+    ToolMessageIn,
+    UserMessageIn,
+)
+from llm_service.assemble import arguments_json, tool_call
+from llm_service.types import (
+    AssistantMessage,
+    ChatRequest,
+    ChatResponse,
+    ContentPart,
+    ImagePart,
+    Message,
+    NamedToolChoice,
+    SamplingParams,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolChoice,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+
+JSON = dict[str, Any]
+_EMPTY_OBJECT_SCHEMA: JSON = {"type": "object", "properties": {}}
+
+
+def to_chat_request(body: ChatCompletionRequest) -> ChatRequest:
+    stop = (body.stop,) if isinstance(body.stop, str) else tuple(body.stop or ())
+    tool_choice: ToolChoice | None = None
+    if isinstance(body.tool_choice, NamedToolChoiceIn):
+        tool_choice = NamedToolChoice(body.tool_choice.function.name)
+    else:
+        tool_choice = body.tool_choice
+    return ChatRequest(
+        messages=tuple(_message(m) for m in body.messages),
+        tools=tuple(
+            ToolSpec(
+                name=t.function.name,
+                description=t.function.description or "",
+                parameters=t.function.parameters or dict(_EMPTY_OBJECT_SCHEMA),
+            )
+            for t in body.tools or ()
+        ),
+        tool_choice=tool_choice,
+        parallel_tool_calls=body.parallel_tool_calls,
+        params=SamplingParams(
+            temperature=body.temperature,
+            top_p=body.top_p,
+            max_tokens=body.max_completion_tokens or body.max_tokens,
+            stop=stop,
+            seed=body.seed,
+            presence_penalty=body.presence_penalty,
+            frequency_penalty=body.frequency_penalty,
+            response_format=body.response_format,
+            user=body.user,
+        ),
+    )
+
+
+def _text(content: str | list[TextContent] | None) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(part.text for part in content)
+
+
+def _message(message: MessageIn) -> Message:
+    match message:
+        case SystemMessageIn():
+            return SystemMessage(_text(message.content))
+        case UserMessageIn(content=str() as text):
+            return UserMessage(text)
+        case UserMessageIn(content=list() as parts):
+            return UserMessage(tuple(_part(p) for p in parts))
+        case AssistantMessageIn():
+            calls = tuple(
+                tool_call(c.id, c.function.name, c.function.arguments)
+                for c in message.tool_calls or ()
+            )
+            return AssistantMessage(content=_text(message.content) or None, tool_calls=calls)
+        case ToolMessageIn():
+            return ToolResultMessage(message.tool_call_id, _text(message.content))
+    raise AssertionError(f"unhandled message {message!r}")  # pragma: no cover
+
+
+def _part(part: TextContent | ImageContent) -> ContentPart:
+    if isinstance(part, TextContent):
+        return TextPart(part.text)
+    return ImagePart(part.image_url.url, part.image_url.detail)
+
+
+def tool_calls_json(calls: tuple[ToolCall, ...]) -> list[JSON]:
+    return [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": arguments_json(call)},
+        }
+        for call in calls
+    ]
+
+
+def usage_json(usage: Usage) -> JSON:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def completion_json(response: ChatResponse, completion_id: str, model: str) -> JSON:
+    message: JSON = {"role": "assistant", "content": response.message.content, "refusal": None}
+    if response.message.tool_calls:
+        message["tool_calls"] = tool_calls_json(response.message.tool_calls)
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": response.finish_reason,
+                "logprobs": None,
+            }
+        ],
+        "usage": usage_json(response.usage),
+    }

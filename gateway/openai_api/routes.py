@@ -1,0 +1,101 @@
+"""``/v1/chat/completions`` and ``/v1/models``: the OpenAI-compatible surface."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response, StreamingResponse
+
+from gateway.auth import CurrentPrincipal, ServicesDep
+from gateway.context import RequestContext, request_context
+from gateway.errors import PermissionDenied
+from gateway.keys import Principal
+from gateway.openai_api.convert import completion_json, to_chat_request
+from gateway.openai_api.schemas import ChatCompletionRequest
+from gateway.openai_api.stream import ChunkWriter, openai_sse
+from gateway.responses import json_response
+from gateway.services import Services
+from llm_service.errors import GatewayError, ModelNotFound, UpstreamProtocolError
+from llm_service.registry import role_allows
+from llm_service.types import StreamDone
+
+router = APIRouter(prefix="/v1", tags=["openai"])
+SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
+def _authorize_model(services: Services, principal: Principal, name: str) -> None:
+    deployment = services.registry.get(name)
+    if not role_allows(deployment.config, principal.roles):
+        raise PermissionDenied(f"This API key may not use the model `{name}`.", param="model")
+
+
+@router.post("/chat/completions", response_model=None)
+async def chat_completions(
+    body: ChatCompletionRequest,
+    request: Request,
+    principal: CurrentPrincipal,
+    services: ServicesDep,
+) -> Response:
+    context = request_context(request)
+    context.model = body.model
+    _authorize_model(services, principal, body.model)
+    deployment = services.registry.get(body.model)
+    context.provider = deployment.config.provider
+    adapter = services.registry.adapter(body.model)
+    chat_request = to_chat_request(body)
+    completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+    if not body.stream:
+        response = await adapter.complete(chat_request)
+        context.usage = response.usage
+        return json_response(completion_json(response, completion_id, body.model))
+
+    events = adapter.stream(chat_request)
+    # Errors before the first event still get a proper status code; after it, an SSE error.
+    first = await anext(events, None)
+    if first is None:
+        raise UpstreamProtocolError("the upstream stream was empty", provider=context.provider)
+    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    return StreamingResponse(
+        openai_sse(
+            first,
+            events,
+            writer=ChunkWriter(completion_id, body.model),
+            include_usage=include_usage,
+            on_done=lambda done: _record_done(context, done),
+            on_error=lambda exc: _record_error(context, exc),
+        ),
+        media_type="text/event-stream",
+        headers=SSE_HEADERS,
+    )
+
+
+def _record_done(context: RequestContext, done: StreamDone) -> None:
+    context.usage = done.response.usage
+
+
+def _record_error(context: RequestContext, exc: GatewayError) -> None:
+    context.error_type = exc.error_type
+
+
+def _model_json(name: str, provider: str) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": 0, "owned_by": provider}
+
+
+@router.get("/models")
+async def list_models(principal: CurrentPrincipal, services: ServicesDep) -> Response:
+    models = services.registry.visible_to(principal.roles)
+    return json_response(
+        {"object": "list", "data": [_model_json(m.name, m.provider) for m in models]}
+    )
+
+
+@router.get("/models/{model:path}")
+async def retrieve_model(
+    model: str, principal: CurrentPrincipal, services: ServicesDep
+) -> Response:
+    deployment = services.registry.get(model)
+    if not role_allows(deployment.config, principal.roles):
+        raise ModelNotFound(f"The model `{model}` does not exist.", param="model")
+    return json_response(_model_json(model, deployment.config.provider))

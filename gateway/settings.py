@@ -1,0 +1,86 @@
+"""The one validated settings object: the YAML config file, overridden by GATEWAY_* variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from db.engine import DEFAULT_DATABASE_URL, PoolSettings
+from llm_service.config import ModelConfig
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; the message names each bad key."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="GATEWAY_", env_nested_delimiter="__", extra="forbid"
+    )
+
+    database_url: str = DEFAULT_DATABASE_URL
+    database_pool: PoolSettings = Field(default_factory=PoolSettings)
+    admin_key: SecretStr | None = Field(
+        None, description="when set, a key with role `admin` and this value exists at start"
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    auth_cache_seconds: float = Field(
+        5.0, ge=0, description="how long a key lookup is cached; revocation takes this long"
+    )
+    max_request_bytes: int = Field(4 * 1024 * 1024, gt=0)
+    usage_flush_seconds: float = Field(1.0, gt=0)
+    models: list[ModelConfig] = Field(default_factory=list)
+    mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+
+    @field_validator("models")
+    @classmethod
+    def _unique_model_names(cls, models: list[ModelConfig]) -> list[ModelConfig]:
+        seen: set[str] = set()
+        for model in models:
+            if model.name in seen:
+                raise ValueError(f"model name `{model.name}` appears twice")
+            seen.add(model.name)
+        return models
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The environment wins over the file, so a deployment overrides without editing YAML.
+        return (env_settings, init_settings)
+
+
+def load_settings(path: Path | None) -> Settings:
+    """Read the YAML file (if any) and the GATEWAY_* environment into one validated object."""
+    raw: Any = {}
+    if path is not None:
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path} is not valid YAML: {exc}") from exc
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path} must hold a mapping at the top level")
+    try:
+        return Settings(**raw)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, path)) from None
+
+
+def describe_validation_error(exc: ValidationError, path: Path | None) -> str:
+    where = f" in {path}" if path else ""
+    lines = [f"invalid configuration{where}:"]
+    for error in exc.errors():
+        key = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        lines.append(f"  {key}: {error['msg']}")
+    return "\n".join(lines)

@@ -1,0 +1,85 @@
+"""Usage accounting, written in batches off the request path and flushed on shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import asdict, dataclass
+
+import structlog
+from sqlalchemy import insert
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from db.models import UsageRecord
+
+log = structlog.get_logger("gateway.usage")
+_MAX_PENDING = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class UsageEntry:
+    request_id: str
+    api_key_id: int | None
+    key_name: str | None
+    route: str
+    model: str
+    provider: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: int
+    status_code: int
+    error_type: str | None
+
+
+class UsageRecorder:
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], flush_seconds: float, batch: int = 500
+    ) -> None:
+        self._sessions = sessions
+        self._flush_seconds = flush_seconds
+        self._batch = batch
+        self._pending: list[UsageEntry] = []
+        self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+
+    def record(self, entry: UsageEntry) -> None:
+        if len(self._pending) >= _MAX_PENDING:
+            # The database has been failing for a long time; keep memory bounded, say so loudly.
+            dropped = self._pending.pop(0)
+            log.error("usage_dropped", request_id=dropped.request_id)
+        self._pending.append(entry)
+        if len(self._pending) >= self._batch:
+            self._wake.set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="usage-recorder")
+
+    async def flush(self) -> None:
+        async with self._lock:
+            if not self._pending:
+                return
+            entries, self._pending = self._pending, []
+            try:
+                async with self._sessions.begin() as session:
+                    await session.execute(insert(UsageRecord), [asdict(e) for e in entries])
+            except SQLAlchemyError as exc:
+                # Keep them for the next flush rather than lose accounting.
+                self._pending[:0] = entries
+                log.error("usage_flush_failed", pending=len(self._pending), error=str(exc))
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.flush()
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._flush_seconds):
+                    await self._wake.wait()
+            self._wake.clear()
+            await self.flush()

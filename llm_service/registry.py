@@ -1,0 +1,106 @@
+"""The model registry: alias -> configured deployment -> adapter."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from llm_service.adapter import ChatAdapter
+from llm_service.config import ModelConfig
+from llm_service.errors import ModelNotFound, ModelUnavailable
+
+# Builds an adapter from its config and the resolved API key (None when the model has none).
+AdapterFactory = Callable[[ModelConfig, str | None], ChatAdapter]
+
+
+@dataclass
+class Deployment:
+    config: ModelConfig
+    adapter: ChatAdapter | None
+    unavailable_reason: str | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.adapter is not None and self.unavailable_reason is None
+
+
+def role_allows(config: ModelConfig, roles: Iterable[str]) -> bool:
+    return not config.roles or not set(config.roles).isdisjoint(roles)
+
+
+class ModelRegistry:
+    def __init__(self, deployments: Mapping[str, Deployment]) -> None:
+        self._deployments = dict(deployments)
+
+    @classmethod
+    def build(
+        cls,
+        configs: Iterable[ModelConfig],
+        factories: Mapping[str, AdapterFactory],
+        environ: Mapping[str, str],
+    ) -> ModelRegistry:
+        deployments: dict[str, Deployment] = {}
+        for config in configs:
+            deployments[config.name] = _deploy(config, factories, environ)
+        return cls(deployments)
+
+    def get(self, name: str) -> Deployment:
+        try:
+            return self._deployments[name]
+        except KeyError:
+            raise ModelNotFound(f"The model `{name}` does not exist.", param="model") from None
+
+    def adapter(self, name: str) -> ChatAdapter:
+        deployment = self.get(name)
+        if deployment.adapter is None or deployment.unavailable_reason is not None:
+            reason = deployment.unavailable_reason or "no adapter"
+            raise ModelUnavailable(f"The model `{name}` is unavailable: {reason}")
+        return deployment.adapter
+
+    def visible_to(self, roles: Iterable[str]) -> list[ModelConfig]:
+        role_set = frozenset(roles)
+        return [d.config for d in self._deployments.values() if role_allows(d.config, role_set)]
+
+    def summary(self) -> dict[str, dict[str, str | bool | None]]:
+        return {
+            name: {
+                "provider": d.config.provider,
+                "available": d.available,
+                "reason": d.unavailable_reason,
+            }
+            for name, d in self._deployments.items()
+        }
+
+    async def probe(self, seconds: float = 3.0) -> None:
+        """Ask each deployment whether its server answers; record why not."""
+        probed = [d for d in self._deployments.values() if d.adapter is not None]
+
+        async def one(deployment: Deployment) -> None:
+            assert deployment.adapter is not None
+            try:
+                async with asyncio.timeout(seconds):
+                    deployment.unavailable_reason = await deployment.adapter.probe()
+            except TimeoutError:
+                deployment.unavailable_reason = f"no answer from the server within {seconds}s"
+
+        await asyncio.gather(*(one(d) for d in probed))
+
+    async def aclose(self) -> None:
+        for deployment in self._deployments.values():
+            if deployment.adapter is not None:
+                await deployment.adapter.aclose()
+
+
+def _deploy(
+    config: ModelConfig, factories: Mapping[str, AdapterFactory], environ: Mapping[str, str]
+) -> Deployment:
+    factory = factories.get(config.provider)
+    if factory is None:
+        return Deployment(config, None, f"provider `{config.provider}` is not supported")
+    api_key: str | None = None
+    if config.api_key_env:
+        api_key = environ.get(config.api_key_env) or None
+        if api_key is None:
+            return Deployment(config, None, f"environment variable {config.api_key_env} is not set")
+    return Deployment(config, factory(config, api_key))

@@ -1,0 +1,163 @@
+"""Canonical chat types: the one vocabulary every adapter translates to and from.
+
+Adapters import this module and nothing above it. Everything is an immutable dataclass so a
+conversation can be handed to any provider, replayed, or persisted without defensive copies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    url: str  # http(s) URL or a data: URL
+    detail: str | None = None
+
+
+ContentPart = TextPart | ImagePart
+
+
+@dataclass(frozen=True, slots=True)
+class SystemMessage:
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    content: str | tuple[ContentPart, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    # Set only when the model produced arguments that are not a JSON object; the original text
+    # is kept so a caller that executes tools itself sees exactly what the model wrote.
+    raw_arguments: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    """A reasoning block; carried through history because some providers require it back."""
+
+    text: str
+    signature: str | None = None
+    redacted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    thinking: tuple[Thinking, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultMessage:
+    tool_call_id: str
+    content: str
+    name: str | None = None
+    is_error: bool = False
+
+
+Message = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as offered to a model: the standardized form every adapter converts from."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class NamedToolChoice:
+    name: str
+
+
+ToolChoice = Literal["auto", "none", "required"] | NamedToolChoice
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingParams:
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    response_format: dict[str, Any] | None = None
+    user: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    params: SamplingParams = field(default_factory=SamplingParams)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    message: AssistantMessage
+    finish_reason: FinishReason
+    usage: Usage
+    model: str  # the upstream model that answered
+
+
+# Stream events. A stream is any number of deltas followed by exactly one StreamDone that
+# carries the assembled response, so consumers never re-assemble deltas themselves.
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A piece of the tool call at ``index``; ``id`` and ``name`` arrive with its first piece."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamDone:
+    response: ChatResponse
+
+
+StreamEvent = TextDelta | ThinkingDelta | ToolCallDelta | StreamDone

@@ -1,0 +1,63 @@
+"""The schema changes only through Alembic, on SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+import asyncio
+
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect
+from sqlalchemy.engine import Connection
+
+from db.base import Base
+from db.engine import create_engine
+from db.migrate import current_revision, downgrade, head_revision, upgrade
+
+
+def _tables_and_revision(database_url: str) -> tuple[set[str], str | None]:
+    async def read() -> tuple[set[str], str | None]:
+        engine = create_engine(database_url)
+        try:
+            async with engine.connect() as connection:
+                tables = await connection.run_sync(lambda c: set(inspect(c).get_table_names()))
+            return tables, await current_revision(engine)
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(read())
+
+
+def _differences(database_url: str) -> list[object]:
+    def compare(connection: Connection) -> list[object]:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        return list(compare_metadata(context, Base.metadata))
+
+    async def run() -> list[object]:
+        engine = create_engine(database_url)
+        try:
+            async with engine.connect() as connection:
+                return await connection.run_sync(compare)
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(run())
+
+
+def test_upgrade_downgrade_upgrade(database_url: str) -> None:
+    upgrade(database_url)
+    tables, revision = _tables_and_revision(database_url)
+    assert revision == head_revision()
+    assert {"api_keys", "usage_records"} <= tables
+
+    downgrade(database_url, "base")
+    tables, revision = _tables_and_revision(database_url)
+    assert revision is None
+    assert tables <= {"alembic_version"}
+
+    upgrade(database_url)
+    assert _tables_and_revision(database_url)[1] == head_revision()
+
+
+def test_models_and_migrations_agree(database_url: str) -> None:
+    upgrade(database_url)
+    assert _differences(database_url) == []

@@ -1,0 +1,82 @@
+"""Every request's usage is stored; the log line never carries a key."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import openai
+import pytest
+import structlog
+from sqlalchemy import select
+
+from db.engine import create_engine, session_factory
+from db.models import UsageRecord
+from gateway.logging import configure_logging
+from tests.support.gateway import running_gateway
+
+
+async def _usage_rows(database_url: str) -> list[UsageRecord]:
+    engine = create_engine(database_url)
+    try:
+        async with session_factory(engine)() as session:
+            return list(await session.scalars(select(UsageRecord).order_by(UsageRecord.id)))
+    finally:
+        await engine.dispose()
+
+
+def test_usage_is_recorded_and_flushed_on_shutdown(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with running_gateway(database_url, models=[{"name": "mock", "provider": "mock"}]) as gateway:
+        key = gateway.create_key("billing-test", ["user"])
+        sdk = openai.OpenAI(base_url=gateway.v1, api_key=key, max_retries=0)
+        sdk.chat.completions.create(model="mock", messages=[{"role": "user", "content": "one"}])
+        list(
+            sdk.chat.completions.create(
+                model="mock", messages=[{"role": "user", "content": "two"}], stream=True
+            )
+        )
+        with pytest.raises(openai.NotFoundError):
+            sdk.chat.completions.create(model="absent", messages=[{"role": "user", "content": "x"}])
+
+    rows = asyncio.run(_usage_rows(database_url))
+
+    assert [(r.model, r.status_code) for r in rows] == [
+        ("mock", 200),
+        ("mock", 200),
+        ("absent", 404),
+    ]
+    assert all(r.key_name == "billing-test" for r in rows)
+    assert rows[0].prompt_tokens > 0
+    assert rows[0].completion_tokens > 0
+    assert rows[1].completion_tokens > 0  # streamed usage is recorded too
+    assert rows[2].error_type == "invalid_request_error"
+    assert key not in capsys.readouterr().out
+
+
+def test_one_json_log_line_per_request_without_secrets(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configure_logging("info")
+    try:
+        with running_gateway(sqlite_url, models=[{"name": "mock", "provider": "mock"}]) as gateway:
+            key = gateway.create_key("logger", ["user"])
+            sdk = openai.OpenAI(base_url=gateway.v1, api_key=key, max_retries=0)
+            sdk.chat.completions.create(model="mock", messages=[{"role": "user", "content": "hi"}])
+    finally:
+        structlog.reset_defaults()
+
+    lines = [
+        json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")
+    ]
+    requests = [line for line in lines if line.get("event") == "request"]
+    assert len(requests) == 1
+    entry = requests[0]
+    assert entry["key"] == "logger"
+    assert entry["model"] == "mock"
+    assert entry["provider"] == "mock"
+    assert entry["status"] == 200
+    assert entry["prompt_tokens"] > 0
+    assert entry["request_id"]
+    assert all(key not in json.dumps(line) for line in lines)

@@ -1,0 +1,156 @@
+"""A wire-faithful fake of the OpenAI Chat Completions API.
+
+Tests queue replies; the fake answers them in order (or echoes), whole or streamed exactly as
+OpenAI streams: a role chunk, content deltas, tool-call deltas whose id and name come first and
+whose arguments are split across chunks, a finish chunk, an optional usage chunk, ``[DONE]``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+
+@dataclass
+class FakeToolCall:
+    name: str
+    arguments: dict[str, Any]
+    id: str = ""
+
+
+@dataclass
+class FakeReply:
+    text: str | None = None
+    tool_calls: list[FakeToolCall] = field(default_factory=list)
+    status: int = 200
+    error: dict[str, Any] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    finish_reason: str | None = None
+    prompt_tokens: int = 11
+    completion_tokens: int = 7
+
+
+@dataclass
+class FakeOpenAI:
+    replies: deque[FakeReply] = field(default_factory=deque)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+
+    def queue(self, *replies: FakeReply) -> None:
+        self.replies.extend(replies)
+
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+            ]
+        )
+
+    async def _models(self, request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": []})
+
+    async def _chat(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        reply = self.replies.popleft() if self.replies else _echo(body)
+        if reply.status != 200:
+            error = reply.error or {"message": "fake failure", "type": "server_error"}
+            return JSONResponse({"error": error}, reply.status, headers=reply.headers)
+        calls = [
+            FakeToolCall(c.name, c.arguments, c.id or f"call_fake_{len(self.requests)}_{i}")
+            for i, c in enumerate(reply.tool_calls)
+        ]
+        finish = reply.finish_reason or ("tool_calls" if calls else "stop")
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            chunks = _chunks(body["model"], reply, calls, finish, include_usage)
+            return StreamingResponse(chunks, media_type="text/event-stream")
+        return JSONResponse(_completion(body["model"], reply, calls, finish))
+
+
+def _echo(body: dict[str, Any]) -> FakeReply:
+    last = body["messages"][-1]
+    content = last.get("content")
+    return FakeReply(text=f"fake says: {content if isinstance(content, str) else 'parts'}")
+
+
+def _usage(reply: FakeReply) -> dict[str, int]:
+    return {
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+    }
+
+
+def _completion(
+    model: str, reply: FakeReply, calls: list[FakeToolCall], finish: str
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text, "refusal": None}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+            }
+            for c in calls
+        ]
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": _usage(reply),
+        "system_fingerprint": "fp_fake",
+    }
+
+
+def _chunks(model: str, reply: FakeReply, calls: list[FakeToolCall], finish: str, usage: bool):  # type: ignore[no-untyped-def]
+    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model}
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
+        payload = {**base, "choices": [choice]}
+        if usage:
+            payload["usage"] = None
+        return f"data: {json.dumps(payload)}\n\n"
+
+    async def generate():  # type: ignore[no-untyped-def]
+        yield chunk({"role": "assistant", "content": "", "refusal": None})
+        text = reply.text or ""
+        for start in range(0, len(text), 4):
+            yield chunk({"content": text[start : start + 4]})
+        for index, call in enumerate(calls):
+            yield chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
+            arguments = json.dumps(call.arguments)
+            for start in range(0, len(arguments), 5):
+                piece = arguments[start : start + 5]
+                yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+        yield chunk({}, finish)
+        if usage:
+            yield f"data: {json.dumps({**base, 'choices': [], 'usage': _usage(reply)})}\n\n"
+        yield "data: [DONE]\n\n"
+
+    return generate()
