@@ -1,0 +1,74 @@
+"""The standardized tool (seed 003): the one form tools leave the MCP client in.
+
+mcp_client knows nothing of LLM providers; each adapter converts ``parameters`` for its own API.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class StandardizedTool:
+    name: str  # unique in the catalog; `server__tool` where two servers collide
+    description: str
+    parameters: dict[str, Any]  # the JSON Schema exactly as the server gave it
+    server: str  # origin server name; in-process tools use their registry's name
+    original_name: str  # the tool's name on its server
+    definition_hash: str
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] = field(default_factory=dict)
+    roles: frozenset[str] = frozenset()  # empty: no role may use it
+    requires_approval: bool = False
+    auto_approved: bool = False
+    category: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool call produced, as text a model can read. Errors are results, not exceptions."""
+
+    content: str
+    is_error: bool = False
+    structured: dict[str, Any] | None = None
+    truncated: bool = False
+
+
+def definition_hash(
+    name: str,
+    description: str,
+    parameters: dict[str, Any],
+    output_schema: dict[str, Any] | None = None,
+) -> str:
+    """A stable hash of what the model is told about a tool, to detect changed definitions."""
+    canonical = json.dumps(
+        {"name": name, "description": description, "input": parameters, "output": output_schema},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class ToolCatalog(Protocol):
+    """What the chat service and the executor need from the MCP client."""
+
+    def get_tools_for_llm(
+        self, roles: Iterable[str], bundle: str | None = None
+    ) -> list[StandardizedTool]:
+        """The tools these roles may use (optionally narrowed to a named bundle)."""
+        ...
+
+    def get(self, name: str) -> StandardizedTool | None:
+        """A tool by its catalog name, whatever the roles; None when it does not exist."""
+        ...
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], timeout: float | None = None
+    ) -> ToolResult:
+        """Validate and run one call. Never raises for tool failures: returns an error result."""
+        ...
