@@ -7,26 +7,29 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from gateway import health
+from gateway import approvals_api, conversations_api, health
 from gateway.errors import install_error_handlers
 from gateway.middleware import BodySizeLimitMiddleware, RequestContextMiddleware
+from gateway.no_tools import NoTools
 from gateway.openai_api import routes as openai_routes
 from gateway.services import Services
 from gateway.settings import Settings
 from llm_service.providers import ADAPTER_FACTORIES
 from llm_service.registry import AdapterFactory
+from mcp_client.types import ToolCatalog
 
 
 def create_app(
     settings: Settings,
     environ: Mapping[str, str],
     factories: Mapping[str, AdapterFactory] = ADAPTER_FACTORIES,
+    tools: ToolCatalog | None = None,
 ) -> FastAPI:
     """``environ`` supplies the provider keys named by each model's ``api_key_env``."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        services = await Services.start(settings, environ, factories)
+        services = await Services.start(settings, environ, factories, tools or NoTools())
         app.state.services = services
         try:
             yield
@@ -37,6 +40,8 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(openai_routes.router)
+    app.include_router(conversations_api.router)
+    app.include_router(approvals_api.router)
     # Outermost last: the context exists before the size check can refuse.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(RequestContextMiddleware)

@@ -9,12 +9,21 @@ import structlog
 from fastapi import Request
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from chat_service.approvals import Approvals
+from chat_service.executor import ToolExecutor
+from chat_service.store import ConversationInfo, ConversationStore
+from chat_service.sweeper import Sweeper
+from chat_service.tool_calls import ToolCallStore
+from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
 from db.migrate import head_revision
+from gateway.background import BackgroundTurns
 from gateway.keys import KeyStore
 from gateway.settings import Settings
-from gateway.usage import UsageRecorder
+from gateway.usage import UsageEntry, UsageRecorder
 from llm_service.registry import AdapterFactory, ModelRegistry
+from llm_service.types import ChatResponse
+from mcp_client.types import ToolCatalog
 
 log = structlog.get_logger("gateway.services")
 
@@ -28,6 +37,12 @@ class Services:
     registry: ModelRegistry
     usage: UsageRecorder
     head_revision: str | None
+    tools: ToolCatalog
+    conversations: ConversationStore
+    tool_calls: ToolCallStore
+    approvals: Approvals
+    turns: TurnRunner
+    background: BackgroundTurns
 
     @classmethod
     async def start(
@@ -35,6 +50,7 @@ class Services:
         settings: Settings,
         environ: Mapping[str, str],
         factories: Mapping[str, AdapterFactory],
+        tools: ToolCatalog,
     ) -> Services:
         engine = create_engine(settings.database_url, settings.database_pool)
         sessions = session_factory(engine)
@@ -48,12 +64,68 @@ class Services:
                 log.warning("model_unavailable", model=name, reason=state["reason"])
         usage = UsageRecorder(sessions, settings.usage_flush_seconds)
         usage.start()
-        return cls(settings, engine, sessions, keys, registry, usage, head_revision())
+        loop_settings = settings.tool_loop
+        conversations = ConversationStore(sessions)
+        tool_calls = ToolCallStore(sessions)
+        approvals = Approvals(tool_calls, tools, loop_settings)
+        turns = TurnRunner(
+            store=conversations,
+            calls=tool_calls,
+            executor=ToolExecutor(tools, tool_calls, loop_settings),
+            registry=registry,
+            catalog=tools,
+            settings=loop_settings,
+            observe=_usage_observer(usage, registry),
+        )
+        sweeper = Sweeper(
+            store=conversations, calls=tool_calls, approvals=approvals, settings=loop_settings
+        )
+        background = BackgroundTurns(turns, sweeper, loop_settings.sweep_interval_seconds)
+        background.start_sweeping()
+        return cls(
+            settings=settings,
+            engine=engine,
+            sessions=sessions,
+            keys=keys,
+            registry=registry,
+            usage=usage,
+            head_revision=head_revision(),
+            tools=tools,
+            conversations=conversations,
+            tool_calls=tool_calls,
+            approvals=approvals,
+            turns=turns,
+            background=background,
+        )
 
     async def stop(self) -> None:
+        await self.background.aclose()
         await self.usage.aclose()
         await self.registry.aclose()
         await self.engine.dispose()
+
+
+def _usage_observer(usage: UsageRecorder, registry: ModelRegistry) -> ModelCallObserver:
+    """Conversation turns record their model calls' usage, also when resumed in the background."""
+
+    def observe(conversation: ConversationInfo, response: ChatResponse, seconds: float) -> None:
+        usage.record(
+            UsageEntry(
+                request_id=conversation.id,
+                api_key_id=conversation.api_key_id,
+                key_name=None,
+                route="conversation",
+                model=conversation.model,
+                provider=registry.get(conversation.model).config.provider,
+                prompt_tokens=response.usage.prompt_tokens,
+                completion_tokens=response.usage.completion_tokens,
+                latency_ms=round(seconds * 1000),
+                status_code=200,
+                error_type=None,
+            )
+        )
+
+    return observe
 
 
 def get_services(request: Request) -> Services:

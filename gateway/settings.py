@@ -9,6 +9,7 @@ import yaml
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from chat_service.config import ToolLoopSettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
 from llm_service.config import ModelConfig
 
@@ -35,6 +36,7 @@ class Settings(BaseSettings):
     usage_flush_seconds: float = Field(1.0, gt=0)
     models: list[ModelConfig] = Field(default_factory=list)
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+    tool_loop: ToolLoopSettings = Field(default_factory=ToolLoopSettings)
 
     @field_validator("models")
     @classmethod

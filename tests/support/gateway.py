@@ -13,6 +13,7 @@ from db.migrate import upgrade
 from gateway.app import create_app
 from gateway.keys import KeyStore
 from gateway.settings import Settings
+from mcp_client.types import ToolCatalog
 from tests.support.servers import serve
 
 
@@ -48,10 +49,13 @@ def settings_for(database_url: str, **values: Any) -> Settings:
 
 @contextmanager
 def running_gateway(
-    database_url: str, environ: Mapping[str, str] | None = None, **values: Any
+    database_url: str,
+    environ: Mapping[str, str] | None = None,
+    tools: ToolCatalog | None = None,
+    **values: Any,
 ) -> Iterator[RunningGateway]:
     settings = settings_for(database_url, **values)
     upgrade(database_url)
-    app = create_app(settings, environ or {})
+    app = create_app(settings, environ or {}, tools=tools)
     with serve(app) as url:
         yield RunningGateway(url, database_url, settings)

@@ -1,0 +1,110 @@
+"""Human decisions on held tool calls: single-use, bound to the tool definition, expiring."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from chat_service.config import ToolLoopSettings
+from chat_service.errors import DecisionConflict, SelfApprovalForbidden, ToolCallNotFound
+from chat_service.executor import result_message
+from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView
+from db.base import utcnow
+from mcp_client.types import ToolCatalog
+
+
+class Approvals:
+    def __init__(
+        self,
+        calls: ToolCallStore,
+        catalog: ToolCatalog,
+        settings: ToolLoopSettings,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._calls = calls
+        self._catalog = catalog
+        self._settings = settings
+        self._clock = clock
+
+    async def pending(self) -> list[ToolCallView]:
+        return await self._calls.in_states([CallState.AWAITING_APPROVAL])
+
+    async def decide(
+        self, call_id: str, approver_key_id: int, approve: bool, reason: str | None
+    ) -> ToolCallView:
+        call = await self._calls.get(call_id)
+        if call is None:
+            raise ToolCallNotFound(f"No tool call `{call_id}`.")
+        if call.state is not CallState.AWAITING_APPROVAL:
+            raise DecisionConflict(f"The call is `{call.state.value}`, not awaiting a decision.")
+        if call.requested_by_key_id == approver_key_id and not self._settings.allow_self_approval:
+            raise SelfApprovalForbidden("A caller cannot decide on its own tool call.")
+        if call.expires_at is not None and call.expires_at <= self._clock():
+            await self.expire(call)
+            raise DecisionConflict("The approval expired; the call was not run.")
+        moved = await (
+            self._approve(call, approver_key_id, reason)
+            if approve
+            else self._reject(call, approver_key_id, reason)
+        )
+        if moved is None:
+            raise DecisionConflict("Another decision on this call came first.")
+        return moved
+
+    async def _approve(
+        self, call: ToolCallView, approver_key_id: int, reason: str | None
+    ) -> ToolCallView | None:
+        tool = self._catalog.get(call.tool_name)
+        if tool is None or tool.definition_hash != call.definition_hash:
+            raise DecisionConflict(
+                "The tool's definition changed since the call was proposed; it cannot be approved."
+            )
+        return await self._calls.move(
+            call.id,
+            CallState.AWAITING_APPROVAL,
+            CallState.APPROVED,
+            actor_key_id=approver_key_id,
+            changes=self._decision(approver_key_id, reason),
+        )
+
+    async def _reject(
+        self, call: ToolCallView, approver_key_id: int, reason: str | None
+    ) -> ToolCallView | None:
+        text = f"Rejected by reviewer: {reason or 'no reason given'}"
+        return await self._calls.move(
+            call.id,
+            CallState.AWAITING_APPROVAL,
+            CallState.REJECTED,
+            actor_key_id=approver_key_id,
+            result_message=result_message(call, text, True),
+            changes={**self._decision(approver_key_id, reason), **self._settled(text)},
+        )
+
+    def _decision(self, approver_key_id: int, reason: str | None) -> dict[str, object]:
+        return {
+            "decided_by_key_id": approver_key_id,
+            "decided_at": self._clock(),
+            "decision_reason": reason,
+        }
+
+    def _settled(self, text: str) -> dict[str, object]:
+        return {"result": text, "result_is_error": True, "finished_at": self._clock()}
+
+    async def expire(self, call: ToolCallView) -> ToolCallView | None:
+        text = "The approval request expired; the call was not run."
+        return await self._calls.move(
+            call.id,
+            CallState.AWAITING_APPROVAL,
+            CallState.EXPIRED,
+            result_message=result_message(call, text, True),
+            changes=self._settled(text),
+        )
+
+    async def expire_due(self) -> set[str]:
+        """Expire every overdue approval; returns the conversations to resume."""
+        now = self._clock()
+        touched: set[str] = set()
+        for call in await self.pending():
+            if call.expires_at is not None and call.expires_at <= now and await self.expire(call):
+                touched.add(call.conversation_id)
+        return touched

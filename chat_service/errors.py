@@ -1,0 +1,37 @@
+"""Errors of conversations and approvals, reported by the HTTP edge by type."""
+
+from __future__ import annotations
+
+from llm_service.errors import GatewayError
+
+
+class ConversationNotFound(GatewayError):
+    status_code = 404
+    error_type = "not_found_error"
+    code = "conversation_not_found"
+
+
+class ConversationBusy(GatewayError):
+    status_code = 409
+    error_type = "conflict"
+    code = "turn_in_progress"
+
+
+class ToolCallNotFound(GatewayError):
+    status_code = 404
+    error_type = "not_found_error"
+    code = "tool_call_not_found"
+
+
+class DecisionConflict(GatewayError):
+    """The call is no longer awaiting a decision, or its tool changed since it was proposed."""
+
+    status_code = 409
+    error_type = "conflict"
+    code = "decision_conflict"
+
+
+class SelfApprovalForbidden(GatewayError):
+    status_code = 403
+    error_type = "permission_error"
+    code = "self_approval_forbidden"

@@ -1,0 +1,151 @@
+"""Runs the model's tool calls: policy, the approval gate, then the MCP call."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime, timedelta
+
+import structlog
+
+from chat_service import events
+from chat_service.config import ToolLoopSettings
+from chat_service.events import TurnEvent
+from chat_service.policy import denial_reason
+from chat_service.store import ConversationInfo
+from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView
+from db.base import utcnow
+from llm_service.types import ToolCall, ToolResultMessage
+from mcp_client.types import ToolCatalog, ToolResult
+
+log = structlog.get_logger("chat_service.executor")
+
+
+def result_message(call: ToolCallView, content: str, is_error: bool) -> ToolResultMessage:
+    return ToolResultMessage(call.call_id, content, name=call.tool_name, is_error=is_error)
+
+
+class ToolExecutor:
+    def __init__(
+        self,
+        catalog: ToolCatalog,
+        calls: ToolCallStore,
+        settings: ToolLoopSettings,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._catalog = catalog
+        self._calls = calls
+        self._settings = settings
+        self._clock = clock
+
+    async def run_round(
+        self, conversation: ConversationInfo, calls: tuple[ToolCall, ...], round_number: int
+    ) -> AsyncIterator[TurnEvent]:
+        """Propose every call, decide each by policy, run the approved ones concurrently."""
+        proposed: list[tuple[ToolCallView, ToolCall]] = []
+        for call in calls:
+            view = await self._calls.propose(
+                conversation_id=conversation.id,
+                call_id=call.id,
+                round_number=round_number,
+                tool_name=call.name,
+                arguments=call.arguments,
+                requested_by_key_id=conversation.api_key_id,
+            )
+            proposed.append((view, call))
+            yield events.tool_call_event("created", view.to_json())
+        approved: list[ToolCallView] = []
+        for view, call in proposed:
+            moved = await self._decide(conversation, view, call)
+            if moved is None:
+                continue
+            if moved.state is CallState.APPROVED:
+                approved.append(moved)
+            elif moved.state is CallState.AWAITING_APPROVAL:
+                yield events.tool_call_event("awaiting_approval", moved.to_json())
+            else:
+                yield events.tool_call_event("completed", moved.to_json())
+        async for event in self.execute(approved):
+            yield event
+
+    async def _decide(
+        self, conversation: ConversationInfo, view: ToolCallView, call: ToolCall
+    ) -> ToolCallView | None:
+        tool = self._catalog.get(call.name)
+        reason = denial_reason(tool, call, conversation.roles)
+        if reason is not None or tool is None:
+            log.warning("tool_call_denied", tool=call.name, reason=reason)
+            return await self._calls.move(
+                view.id,
+                CallState.PROPOSED,
+                CallState.DENIED_BY_POLICY,
+                result_message=result_message(view, f"Denied by policy: {reason}", True),
+                changes={
+                    "policy_reason": reason,
+                    "result": reason,
+                    "result_is_error": True,
+                    "finished_at": self._clock(),
+                },
+            )
+        identity: dict[str, object] = {
+            "definition_hash": tool.definition_hash,
+            "server": tool.server,
+        }
+        if tool.requires_approval and not tool.auto_approved:
+            expires_at = self._clock() + timedelta(seconds=self._settings.approval_expiry_seconds)
+            return await self._calls.move(
+                view.id,
+                CallState.PROPOSED,
+                CallState.AWAITING_APPROVAL,
+                changes={**identity, "expires_at": expires_at},
+            )
+        return await self._calls.move(
+            view.id, CallState.PROPOSED, CallState.APPROVED, changes=identity
+        )
+
+    async def execute(self, calls: list[ToolCallView]) -> AsyncIterator[TurnEvent]:
+        """Run approved calls; the compare-and-set to `executing` makes each run at most once."""
+        started: list[ToolCallView] = []
+        for call in calls:
+            moved = await self._calls.move(
+                call.id,
+                CallState.APPROVED,
+                CallState.EXECUTING,
+                changes={"started_at": self._clock()},
+            )
+            if moved is not None:
+                started.append(moved)
+                yield events.tool_call_event("started", moved.to_json())
+        finished = await asyncio.gather(*(self._run(call) for call in started))
+        for call in finished:
+            yield events.tool_call_event("completed", call.to_json())
+
+    async def _run(self, call: ToolCallView) -> ToolCallView:
+        timeout = self._settings.tool_timeout_seconds
+        state = CallState.SUCCEEDED
+        try:
+            # The catalog enforces the timeout with protocol cancellation; this is the backstop.
+            async with asyncio.timeout(timeout + 5):
+                result = await self._catalog.call_tool(call.tool_name, call.arguments, timeout)
+        except TimeoutError:
+            result, state = (
+                ToolResult(f"Tool timed out after {timeout:g}s.", True),
+                CallState.TIMED_OUT,
+            )
+        except Exception as exc:  # a broken tool must not break the turn
+            log.exception("tool_call_crashed", tool=call.tool_name)
+            result = ToolResult(f"Tool failed: {type(exc).__name__}", is_error=True)
+        if result.is_error and state is CallState.SUCCEEDED:
+            state = CallState.FAILED
+        moved = await self._calls.move(
+            call.id,
+            CallState.EXECUTING,
+            state,
+            result_message=result_message(call, result.content, result.is_error),
+            changes={
+                "result": result.content,
+                "result_is_error": result.is_error,
+                "finished_at": self._clock(),
+            },
+        )
+        return moved or call

@@ -1,0 +1,75 @@
+"""Housekeeping that keeps turns moving across restarts and replicas."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+import structlog
+
+from chat_service import events
+from chat_service.approvals import Approvals
+from chat_service.config import ToolLoopSettings
+from chat_service.executor import result_message
+from chat_service.store import ConversationStore
+from chat_service.tool_calls import CallState, ToolCallStore
+from db.base import utcnow
+
+log = structlog.get_logger("chat_service.sweeper")
+# How long past its own timeout an `executing` call must be before no process can still run it.
+_EXECUTION_GRACE = timedelta(seconds=10)
+
+
+class Sweeper:
+    def __init__(
+        self,
+        *,
+        store: ConversationStore,
+        calls: ToolCallStore,
+        approvals: Approvals,
+        settings: ToolLoopSettings,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._store = store
+        self._calls = calls
+        self._approvals = approvals
+        self._settings = settings
+        self._clock = clock
+
+    async def sweep(self) -> set[str]:
+        """One pass; returns the conversations whose paused turn can now resume."""
+        resumable = await self._approvals.expire_due()
+        await self._abandon_executions()
+        await self._end_stale_turns()
+        return resumable
+
+    async def _abandon_executions(self) -> None:
+        """A call left `executing` by a dead process is never run again: its outcome is unknown."""
+        limit = (
+            self._clock()
+            - timedelta(seconds=self._settings.tool_timeout_seconds)
+            - _EXECUTION_GRACE
+        )
+        for call in await self._calls.in_states([CallState.EXECUTING]):
+            if call.started_at is not None and call.started_at > limit:
+                continue
+            text = "The gateway stopped while this tool ran; its outcome is unknown."
+            moved = await self._calls.move(
+                call.id,
+                CallState.EXECUTING,
+                CallState.UNKNOWN_OUTCOME,
+                result_message=result_message(call, text, True),
+                changes={"result": text, "result_is_error": True, "finished_at": self._clock()},
+            )
+            if moved is not None:
+                log.warning("tool_call_unknown_outcome", tool_call_id=call.id, tool=call.tool_name)
+
+    async def _end_stale_turns(self) -> None:
+        cutoff = self._clock() - timedelta(seconds=self._settings.turn_timeout_seconds)
+        for conversation_id in await self._store.stale_turns(cutoff):
+            if await self._store.move(conversation_id, "running", "idle"):
+                log.warning("turn_abandoned", conversation_id=conversation_id)
+                await self._store.add_event(
+                    conversation_id, events.error("turn_interrupted", "The turn was interrupted.")
+                )
+                await self._store.add_event(conversation_id, events.turn_finished("failed"))

@@ -1,0 +1,230 @@
+"""Tool-call rows and their state machine. Every move is a compare-and-set in the database.
+
+proposed -> denied_by_policy | awaiting_approval | approved
+awaiting_approval -> approved | rejected | expired
+approved -> executing -> succeeded | failed | timed_out | unknown_outcome
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from chat_service.store import message_row
+from db.base import utcnow
+from db.models import AuditEvent, ToolCallRecord
+from llm_service.types import ToolResultMessage
+
+
+class CallState(StrEnum):
+    PROPOSED = "proposed"
+    DENIED_BY_POLICY = "denied_by_policy"
+    AWAITING_APPROVAL = "awaiting_approval"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    EXECUTING = "executing"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    UNKNOWN_OUTCOME = "unknown_outcome"
+
+
+SETTLED = frozenset(
+    {
+        CallState.DENIED_BY_POLICY,
+        CallState.REJECTED,
+        CallState.EXPIRED,
+        CallState.SUCCEEDED,
+        CallState.FAILED,
+        CallState.TIMED_OUT,
+        CallState.UNKNOWN_OUTCOME,
+    }
+)
+
+
+def arguments_hash(arguments: dict[str, Any]) -> str:
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallView:
+    id: str
+    conversation_id: str
+    call_id: str
+    round: int
+    tool_name: str
+    server: str | None
+    arguments: dict[str, Any]
+    arguments_hash: str
+    definition_hash: str | None
+    state: CallState
+    requested_by_key_id: int
+    expires_at: datetime | None
+    decided_by_key_id: int | None
+    decision_reason: str | None
+    policy_reason: str | None
+    result: str | None
+    result_is_error: bool
+    created_at: datetime
+    started_at: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "conversation_id": self.conversation_id,
+            "call_id": self.call_id,
+            "round": self.round,
+            "tool": self.tool_name,
+            "server": self.server,
+            "arguments": self.arguments,
+            "state": self.state.value,
+            "requested_by_key_id": self.requested_by_key_id,
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+            "decided_by_key_id": self.decided_by_key_id,
+            "decision_reason": self.decision_reason,
+            "policy_reason": self.policy_reason,
+            "result": self.result,
+            "result_is_error": self.result_is_error,
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+def _view(row: ToolCallRecord) -> ToolCallView:
+    return ToolCallView(
+        id=row.id,
+        conversation_id=row.conversation_id,
+        call_id=row.call_id,
+        round=row.round,
+        tool_name=row.tool_name,
+        server=row.server,
+        arguments=row.arguments,
+        arguments_hash=row.arguments_hash,
+        definition_hash=row.definition_hash,
+        state=CallState(row.state),
+        requested_by_key_id=row.requested_by_key_id,
+        expires_at=row.expires_at,
+        decided_by_key_id=row.decided_by_key_id,
+        decision_reason=row.decision_reason,
+        policy_reason=row.policy_reason,
+        result=row.result,
+        result_is_error=row.result_is_error,
+        created_at=row.created_at,
+        started_at=row.started_at,
+    )
+
+
+class ToolCallStore:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def propose(
+        self,
+        *,
+        conversation_id: str,
+        call_id: str,
+        round_number: int,
+        tool_name: str,
+        arguments: dict[str, Any],
+        requested_by_key_id: int,
+    ) -> ToolCallView:
+        row = ToolCallRecord(
+            id=str(uuid.uuid4()),
+            conversation_id=conversation_id,
+            call_id=call_id,
+            round=round_number,
+            tool_name=tool_name,
+            arguments=arguments,
+            arguments_hash=arguments_hash(arguments),
+            state=CallState.PROPOSED.value,
+            requested_by_key_id=requested_by_key_id,
+        )
+        async with self._sessions.begin() as session:
+            session.add(row)
+            session.add(_audit(row, "proposed", requested_by_key_id, {"arguments": arguments}))
+        return _view(row)
+
+    async def move(
+        self,
+        call_id: str,
+        expected: CallState,
+        new: CallState,
+        *,
+        actor_key_id: int | None = None,
+        result_message: ToolResultMessage | None = None,
+        changes: dict[str, Any] | None = None,
+    ) -> ToolCallView | None:
+        """Compare-and-set: returns the updated call, or None when another move won.
+
+        ``result_message`` is appended to the conversation in the same transaction, so a settled
+        call always has exactly one result in the history the model sees.
+        """
+        values = changes or {}
+        async with self._sessions.begin() as session:
+            result = await session.execute(
+                update(ToolCallRecord)
+                .where(ToolCallRecord.id == call_id, ToolCallRecord.state == expected.value)
+                .values(state=new.value, **values)
+            )
+            if not getattr(result, "rowcount", 0):
+                return None
+            row = await session.get(ToolCallRecord, call_id, populate_existing=True)
+            assert row is not None
+            if result_message is not None:
+                session.add(message_row(row.conversation_id, result_message))
+            detail = {k: _jsonable(v) for k, v in values.items()}
+            session.add(_audit(row, new.value, actor_key_id, detail))
+            return _view(row)
+
+    async def get(self, call_id: str) -> ToolCallView | None:
+        async with self._sessions() as session:
+            row = await session.get(ToolCallRecord, call_id)
+        return _view(row) if row else None
+
+    async def for_conversation(
+        self, conversation_id: str, round_number: int | None = None
+    ) -> list[ToolCallView]:
+        query = select(ToolCallRecord).where(ToolCallRecord.conversation_id == conversation_id)
+        if round_number is not None:
+            query = query.where(ToolCallRecord.round == round_number)
+        async with self._sessions() as session:
+            rows = await session.scalars(query.order_by(ToolCallRecord.created_at))
+            return [_view(r) for r in rows]
+
+    async def in_states(self, states: Iterable[CallState], limit: int = 500) -> list[ToolCallView]:
+        async with self._sessions() as session:
+            rows = await session.scalars(
+                select(ToolCallRecord)
+                .where(ToolCallRecord.state.in_([s.value for s in states]))
+                .order_by(ToolCallRecord.created_at)
+                .limit(limit)
+            )
+            return [_view(r) for r in rows]
+
+
+def _jsonable(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _audit(
+    row: ToolCallRecord, action: str, actor_key_id: int | None, detail: dict[str, Any]
+) -> AuditEvent:
+    return AuditEvent(
+        created_at=utcnow(),
+        actor_key_id=actor_key_id,
+        action=f"tool_call.{action}",
+        conversation_id=row.conversation_id,
+        tool_call_id=row.id,
+        tool_name=row.tool_name,
+        detail=detail,
+    )

@@ -1,0 +1,168 @@
+"""A conversation turn: the model call, the tool rounds, and pausing for approval."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable
+from time import perf_counter
+
+from chat_service import events
+from chat_service.config import ToolLoopSettings
+from chat_service.errors import ConversationBusy
+from chat_service.events import TurnEvent
+from chat_service.executor import ToolExecutor
+from chat_service.store import ConversationInfo, ConversationStore, message_json
+from chat_service.tool_calls import SETTLED, CallState, ToolCallStore
+from llm_service.errors import GatewayError
+from llm_service.registry import ModelRegistry
+from llm_service.types import (
+    AssistantMessage,
+    ChatRequest,
+    ChatResponse,
+    Message,
+    StreamDone,
+    TextDelta,
+    ToolSpec,
+    UserMessage,
+)
+from mcp_client.types import ToolCatalog
+
+# Told of every model call a turn makes (for usage accounting): the response and its latency.
+ModelCallObserver = Callable[[ConversationInfo, ChatResponse, float], None]
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        *,
+        store: ConversationStore,
+        calls: ToolCallStore,
+        executor: ToolExecutor,
+        registry: ModelRegistry,
+        catalog: ToolCatalog,
+        settings: ToolLoopSettings,
+        observe: ModelCallObserver | None = None,
+    ) -> None:
+        self._observe = observe
+        self._store = store
+        self._calls = calls
+        self._executor = executor
+        self._registry = registry
+        self._catalog = catalog
+        self._settings = settings
+
+    async def start(
+        self, conversation_id: str, roles: Iterable[str], message: UserMessage
+    ) -> AsyncIterator[TurnEvent]:
+        """Begin a turn with the caller's message. One turn at a time per conversation."""
+        if not await self._store.move(conversation_id, "idle", "running", roles=roles):
+            raise ConversationBusy("A turn is already in progress in this conversation.")
+        stored = await self._store.append(conversation_id, message)
+        yield await self._durable(conversation_id, events.message_completed(stored.to_json()))
+        async for event in self._loop(await self._store.get(conversation_id)):
+            yield event
+
+    async def resume(self, conversation_id: str) -> AsyncIterator[TurnEvent]:
+        """After decisions: run approved calls, and continue once the round is settled."""
+        conversation = await self._store.get(conversation_id)
+        if conversation.status != "awaiting_approval":
+            return
+        approved = [
+            c
+            for c in await self._calls.for_conversation(conversation_id)
+            if c.state is CallState.APPROVED
+        ]
+        async for event in self._executor.execute(approved):
+            yield await self._durable(conversation_id, event)
+        if not await self._round_settled(conversation_id):
+            return
+        if not await self._store.move(conversation_id, "awaiting_approval", "running"):
+            return  # another replica continues the turn
+        async for event in self._loop(conversation):
+            yield event
+
+    async def _round_settled(self, conversation_id: str) -> bool:
+        calls = await self._calls.for_conversation(conversation_id)
+        return all(call.state in SETTLED for call in calls)
+
+    async def _loop(self, conversation: ConversationInfo) -> AsyncIterator[TurnEvent]:
+        try:
+            async for event in self._rounds(conversation):
+                yield event
+        except GatewayError as exc:
+            await self._store.move(conversation.id, "running", "idle")
+            yield await self._durable(
+                conversation.id, events.error(exc.code or exc.error_type, exc.message)
+            )
+            yield await self._durable(conversation.id, events.turn_finished("failed"))
+
+    async def _rounds(self, conversation: ConversationInfo) -> AsyncIterator[TurnEvent]:
+        cid = conversation.id
+        while True:
+            history = [m.message for m in await self._store.messages(cid)]
+            round_number = _rounds_so_far(history)
+            if round_number >= self._settings.max_tool_rounds:
+                await self._store.move(cid, "running", "idle")
+                message = (
+                    f"The model asked for tools more than {self._settings.max_tool_rounds} times."
+                )
+                yield await self._durable(cid, events.error("max_tool_rounds", message))
+                yield await self._durable(cid, events.turn_finished("failed"))
+                return
+            answer: AssistantMessage | None = None
+            async for event in self._model_call(conversation, history):
+                if isinstance(event, AssistantMessage):
+                    answer = event
+                else:
+                    yield event
+            assert answer is not None
+            stored = await self._store.append(cid, answer)
+            yield await self._durable(cid, events.message_completed(stored.to_json()))
+            if not answer.tool_calls:
+                await self._store.move(cid, "running", "idle")
+                yield await self._durable(cid, events.turn_finished("completed"))
+                return
+            async for event in self._executor.run_round(
+                conversation, answer.tool_calls, round_number
+            ):
+                yield await self._durable(cid, event)
+            if not await self._round_settled(cid):
+                await self._store.move(cid, "running", "awaiting_approval")
+                yield await self._durable(cid, events.turn_finished("awaiting_approval"))
+                return
+
+    async def _model_call(
+        self, conversation: ConversationInfo, history: list[Message]
+    ) -> AsyncIterator[TurnEvent | AssistantMessage]:
+        tools = self._catalog.get_tools_for_llm(conversation.roles, conversation.bundle)
+        request = ChatRequest(
+            messages=tuple(history),
+            tools=tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools),
+        )
+        adapter = self._registry.adapter(conversation.model)
+        started = perf_counter()
+        async for event in adapter.stream(request):
+            if isinstance(event, TextDelta):
+                yield events.message_delta(event.text)
+            elif isinstance(event, StreamDone):
+                if self._observe is not None:
+                    self._observe(conversation, event.response, perf_counter() - started)
+                yield event.response.message
+
+    async def _durable(self, conversation_id: str, event: TurnEvent) -> TurnEvent:
+        if event.durable:
+            await self._store.add_event(conversation_id, event)
+        return event
+
+
+def _rounds_so_far(history: list[Message]) -> int:
+    """Tool rounds since the last user message: the turn's position, derived from history."""
+    rounds = 0
+    for message in reversed(history):
+        if isinstance(message, UserMessage):
+            break
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            rounds += 1
+    return rounds
+
+
+__all__ = ["TurnRunner", "message_json"]

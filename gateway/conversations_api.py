@@ -1,0 +1,169 @@
+"""The native conversation API: persisted history, the tool loop, typed streaming events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import Response, StreamingResponse
+
+from chat_service.errors import ConversationNotFound
+from chat_service.events import TurnEvent
+from chat_service.store import ConversationInfo
+from gateway import sse
+from gateway.auth import CurrentPrincipal, ServicesDep
+from gateway.errors import PermissionDenied
+from gateway.keys import Principal
+from gateway.responses import json_response
+from gateway.services import Services
+from llm_service.registry import role_allows
+from llm_service.types import UserMessage
+
+router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
+
+
+class NewConversation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(min_length=1)
+    system_prompt: str | None = None
+    bundle: str | None = Field(None, description="narrow the offered tools to a named bundle")
+
+
+class NewMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1)
+    stream: bool = False
+
+
+def _check_model(services: Services, principal: Principal, model: str) -> None:
+    deployment = services.registry.get(model)
+    if not role_allows(deployment.config, principal.roles):
+        raise PermissionDenied(f"This API key may not use the model `{model}`.", param="model")
+
+
+async def _owned(
+    services: Services, principal: Principal, conversation_id: str
+) -> ConversationInfo:
+    conversation = await services.conversations.get(conversation_id)
+    if conversation.api_key_id != principal.key_id and not principal.is_admin:
+        raise ConversationNotFound(f"No conversation `{conversation_id}`.")
+    return conversation
+
+
+@router.post("", status_code=201)
+async def create_conversation(
+    body: NewConversation, principal: CurrentPrincipal, services: ServicesDep
+) -> Response:
+    _check_model(services, principal, body.model)
+    conversation = await services.conversations.create(
+        principal.key_id, body.model, principal.roles, body.system_prompt, body.bundle
+    )
+    return json_response(conversation.to_json(), 201)
+
+
+@router.post("/{conversation_id}/messages")
+async def send_message(
+    conversation_id: str,
+    body: NewMessage,
+    principal: CurrentPrincipal,
+    services: ServicesDep,
+) -> Response:
+    conversation = await _owned(services, principal, conversation_id)
+    _check_model(services, principal, conversation.model)
+    # Usage is recorded per model call by the turn itself (turns outlive requests), so the
+    # request context names no model and the access log records no tokens here.
+    turn = services.turns.start(conversation_id, principal.roles, UserMessage(body.content))
+    # The first event is awaited here so a busy conversation answers 409, not a broken stream.
+    first = await anext(turn)
+    watched = services.background.relay(_prepend(first, turn))
+    if body.stream:
+        return StreamingResponse(
+            sse.encode_all(watched), media_type="text/event-stream", headers=sse.SSE_HEADERS
+        )
+    return json_response(await _summarize(conversation_id, watched))
+
+
+async def _prepend(first: TurnEvent, rest: AsyncIterator[TurnEvent]) -> AsyncIterator[TurnEvent]:
+    yield first
+    async for event in rest:
+        yield event
+
+
+async def _summarize(conversation_id: str, events: AsyncIterator[TurnEvent]) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    calls: dict[str, dict[str, Any]] = {}
+    status = "failed"
+    error: dict[str, Any] | None = None
+    async for event in events:
+        if event.type == "message.completed":
+            messages.append(event.data["message"])
+        elif event.type.startswith("tool_call."):
+            call = event.data["tool_call"]
+            calls[call["id"]] = call
+        elif event.type == "error":
+            error = event.data
+        elif event.type == "turn.finished":
+            status = event.data["status"]
+    return {
+        "conversation_id": conversation_id,
+        "status": status,
+        "messages": messages,
+        "tool_calls": list(calls.values()),
+        "error": error,
+    }
+
+
+@router.get("/{conversation_id}")
+async def get_conversation(
+    conversation_id: str, principal: CurrentPrincipal, services: ServicesDep
+) -> Response:
+    conversation = await _owned(services, principal, conversation_id)
+    messages = await services.conversations.messages(conversation_id)
+    calls = await services.tool_calls.for_conversation(conversation_id)
+    return json_response(
+        {
+            **conversation.to_json(),
+            "messages": [m.to_json() for m in messages],
+            "tool_calls": [c.to_json() for c in calls],
+        }
+    )
+
+
+@router.get("/{conversation_id}/events")
+async def follow_events(
+    conversation_id: str,
+    principal: CurrentPrincipal,
+    services: ServicesDep,
+    after: int = Query(0, ge=0, description="the last event id already seen"),
+) -> Response:
+    """Durable events after ``after``, until the current turn completes or fails."""
+    await _owned(services, principal, conversation_id)
+    return StreamingResponse(
+        _follow(services, conversation_id, after),
+        media_type="text/event-stream",
+        headers=sse.SSE_HEADERS,
+    )
+
+
+async def _follow(services: Services, conversation_id: str, after: int) -> AsyncIterator[bytes]:
+    settings = services.settings.tool_loop
+    deadline = settings.approval_expiry_seconds + settings.turn_timeout_seconds
+    cursor = after
+    async with asyncio.timeout(deadline):
+        while True:
+            for event_id, event in await services.conversations.events(conversation_id, cursor):
+                cursor = event_id
+                yield sse.encode(event, event_id)
+                if event.type == "turn.finished" and event.data["status"] != "awaiting_approval":
+                    return
+            conversation = await services.conversations.get(conversation_id)
+            if conversation.status == "idle" and not await services.conversations.events(
+                conversation_id, cursor
+            ):
+                return
+            await asyncio.sleep(settings.follow_poll_seconds)

@@ -1,0 +1,21 @@
+"""Typed server-sent events for the native conversation API."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import orjson
+
+from chat_service.events import TurnEvent
+
+SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
+def encode(event: TurnEvent, event_id: int | None = None) -> bytes:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event.type}\ndata: ".encode() + orjson.dumps(event.data) + b"\n\n"
+
+
+async def encode_all(events: AsyncIterator[TurnEvent]) -> AsyncIterator[bytes]:
+    async for event in events:
+        yield encode(event)

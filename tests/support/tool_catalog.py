@@ -1,0 +1,80 @@
+"""A small in-process catalog of Python tools that counts its calls.
+
+Stands in for the MCP client's catalog where a test is about the loop, not the transport.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from mcp_client.types import StandardizedTool, ToolResult, definition_hash
+
+Handler = Callable[[dict[str, Any]], Awaitable[str]]
+
+
+@dataclass
+class CountingCatalog:
+    tools: dict[str, tuple[StandardizedTool, Handler]] = field(default_factory=dict)
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    called: asyncio.Event | None = None
+
+    def add(
+        self,
+        name: str,
+        handler: Handler,
+        *,
+        parameters: dict[str, Any] | None = None,
+        roles: Iterable[str] = ("user",),
+        requires_approval: bool = False,
+        description: str = "",
+    ) -> None:
+        schema = parameters or {"type": "object", "properties": {}}
+        tool = StandardizedTool(
+            name=name,
+            description=description or f"the {name} tool",
+            parameters=schema,
+            server="local",
+            original_name=name,
+            definition_hash=definition_hash(name, description, schema),
+            roles=frozenset(roles),
+            requires_approval=requires_approval,
+        )
+        self.tools[name] = (tool, handler)
+
+    def change_definition(self, name: str, description: str) -> None:
+        tool, handler = self.tools[name]
+        new_hash = definition_hash(name, description, tool.parameters)
+        self.tools[name] = (
+            replace(tool, description=description, definition_hash=new_hash),
+            handler,
+        )
+
+    def get_tools_for_llm(
+        self, roles: Iterable[str], bundle: str | None = None
+    ) -> list[StandardizedTool]:
+        role_set = set(roles)
+        return [tool for tool, _ in self.tools.values() if not tool.roles.isdisjoint(role_set)]
+
+    def get(self, name: str) -> StandardizedTool | None:
+        entry = self.tools.get(name)
+        return entry[0] if entry else None
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], timeout: float | None = None
+    ) -> ToolResult:
+        self.calls.append((name, arguments))
+        _, handler = self.tools[name]
+        try:
+            return ToolResult(await handler(arguments))
+        except ValueError as exc:
+            return ToolResult(str(exc), is_error=True)
+
+
+def constant(text: str) -> Handler:
+    async def handler(arguments: dict[str, Any]) -> str:
+        return text
+
+    return handler
