@@ -8,6 +8,7 @@ import pytest
 from tests.support.databases import fresh_database
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.servers import serve
+from tests.support.tool_loop import LoopStack, loop_stack_on
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -27,3 +28,10 @@ def fake_openai() -> Iterator[tuple[FakeOpenAI, str]]:
     fake = FakeOpenAI()
     with serve(fake.app()) as url:
         yield fake, f"{url}/v1"
+
+
+@pytest.fixture
+def loop_stack(database_url: str) -> Iterator[LoopStack]:
+    """A gateway with scripted mock models and a counting tool catalog, on each backend."""
+    with loop_stack_on(database_url) as stack:
+        yield stack

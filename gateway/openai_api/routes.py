@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -16,10 +17,19 @@ from gateway.openai_api.convert import completion_json, to_chat_request
 from gateway.openai_api.schemas import ChatCompletionRequest
 from gateway.openai_api.stream import ChunkWriter, openai_sse
 from gateway.responses import json_response
+from gateway.server_tools import run_server_tools
 from gateway.services import Services
 from llm_service.errors import GatewayError, ModelNotFound, UpstreamProtocolError
 from llm_service.registry import role_allows
-from llm_service.types import StreamDone
+from llm_service.types import (
+    AssistantMessage,
+    ChatRequest,
+    ChatResponse,
+    StreamDone,
+    StreamEvent,
+    TextDelta,
+    Usage,
+)
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
@@ -46,6 +56,8 @@ async def chat_completions(
     adapter = services.registry.adapter(body.model)
     chat_request = to_chat_request(body)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+    if deployment.config.server_tools:
+        return await _server_tools_response(services, principal, body, chat_request, completion_id)
     if not body.stream:
         response = await adapter.complete(chat_request)
         context.usage = response.usage
@@ -68,6 +80,39 @@ async def chat_completions(
         ),
         media_type="text/event-stream",
         headers=SSE_HEADERS,
+    )
+
+
+async def _server_tools_response(
+    services: Services,
+    principal: Principal,
+    body: ChatCompletionRequest,
+    chat_request: ChatRequest,
+    completion_id: str,
+) -> Response:
+    outcome = await run_server_tools(services, principal, body.model, chat_request)
+    answer = ChatResponse(AssistantMessage(content=outcome.content), "stop", Usage(), body.model)
+    headers = {"x-gateway-conversation-id": outcome.conversation_id}
+    if not body.stream:
+        response = json_response(completion_json(answer, completion_id, body.model))
+        response.headers.update(headers)
+        return response
+
+    async def replay() -> AsyncGenerator[StreamEvent, None]:
+        yield StreamDone(answer)
+
+    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    return StreamingResponse(
+        openai_sse(
+            TextDelta(outcome.content),
+            replay(),
+            writer=ChunkWriter(completion_id, body.model),
+            include_usage=include_usage,
+            on_done=lambda done: None,
+            on_error=lambda exc: None,
+        ),
+        media_type="text/event-stream",
+        headers={**SSE_HEADERS, **headers},
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from tests.chat_service.conftest import LoopStack
+from tests.support.tool_loop import LoopStack
 
 
 def start(stack: LoopStack, model: str, content: str = "go") -> tuple[str, dict[str, Any]]:

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.support.gateway import RunningGateway, running_gateway
 from tests.support.tool_catalog import CountingCatalog, constant
@@ -53,6 +53,24 @@ MODELS: list[dict[str, Any]] = [
         ],
     },
     {
+        "name": "time-server",
+        "provider": "mock",
+        "server_tools": True,
+        "script": [
+            {"tool_calls": [{"name": "get_time"}]},
+            {"text": "It is {last_tool_result}."},
+        ],
+    },
+    {
+        "name": "loop-server",
+        "provider": "mock",
+        "server_tools": True,
+        "script": [
+            {"tool_calls": [{"name": "transfer_money", "arguments": {"amount": 5}}]},
+            {"text": "Done: {last_tool_result}"},
+        ],
+    },
+    {
         "name": "looper",
         "provider": "mock",
         "script": [{"tool_calls": [{"name": "get_time"}]} for _ in range(10)],
@@ -88,8 +106,8 @@ def make_catalog() -> CountingCatalog:
     return catalog
 
 
-@pytest.fixture
-def loop_stack(database_url: str) -> Iterator[LoopStack]:
+@contextmanager
+def loop_stack_on(database_url: str, **tool_loop: Any) -> Iterator[LoopStack]:
     catalog = make_catalog()
     with running_gateway(
         database_url,
@@ -100,6 +118,8 @@ def loop_stack(database_url: str) -> Iterator[LoopStack]:
             "sweep_interval_seconds": 0.05,
             "follow_poll_seconds": 0.02,
             "approval_expiry_seconds": 60,
+            "server_tools_approval_wait_seconds": 0.2,
+            **tool_loop,
         },
     ) as gateway:
         yield LoopStack(
