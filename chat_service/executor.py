@@ -39,9 +39,16 @@ class ToolExecutor:
         self._clock = clock
 
     async def run_round(
-        self, conversation: ConversationInfo, calls: tuple[ToolCall, ...], round_number: int
+        self,
+        conversation: ConversationInfo,
+        calls: tuple[ToolCall, ...],
+        round_number: int,
+        budget: int,
     ) -> AsyncIterator[TurnEvent]:
-        """Propose every call, decide each by policy, run the approved ones concurrently."""
+        """Propose every call, decide each by policy, run the approved ones concurrently.
+
+        Calls beyond ``budget`` (the turn's remaining tool-call allowance) are denied.
+        """
         proposed: list[tuple[ToolCallView, ToolCall]] = []
         for call in calls:
             view = await self._calls.propose(
@@ -55,8 +62,9 @@ class ToolExecutor:
             proposed.append((view, call))
             yield events.tool_call_event("created", view.to_json())
         approved: list[ToolCallView] = []
-        for view, call in proposed:
-            moved = await self._decide(conversation, view, call)
+        for index, (view, call) in enumerate(proposed):
+            over_budget = index >= budget
+            moved = await self._decide(conversation, view, call, over_budget)
             if moved is None:
                 continue
             if moved.state is CallState.APPROVED:
@@ -69,10 +77,12 @@ class ToolExecutor:
             yield event
 
     async def _decide(
-        self, conversation: ConversationInfo, view: ToolCallView, call: ToolCall
+        self, conversation: ConversationInfo, view: ToolCallView, call: ToolCall, over_budget: bool
     ) -> ToolCallView | None:
         tool = self._catalog.get(call.name)
         reason = denial_reason(tool, call, conversation.roles)
+        if over_budget:
+            reason = "The turn's limit on tool calls is reached."
         if reason is not None or tool is None:
             log.warning("tool_call_denied", tool=call.name, reason=reason)
             return await self._calls.move(

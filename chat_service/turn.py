@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable
 from time import perf_counter
 
@@ -66,16 +67,22 @@ class TurnRunner:
         conversation = await self._store.get(conversation_id)
         if conversation.status != "awaiting_approval":
             return
+        async for event in self._continue_if_decided(conversation):
+            yield event
+
+    async def _continue_if_decided(
+        self, conversation: ConversationInfo
+    ) -> AsyncIterator[TurnEvent]:
         approved = [
             c
-            for c in await self._calls.for_conversation(conversation_id)
+            for c in await self._calls.for_conversation(conversation.id)
             if c.state is CallState.APPROVED
         ]
         async for event in self._executor.execute(approved):
-            yield await self._durable(conversation_id, event)
-        if not await self._round_settled(conversation_id):
+            yield await self._durable(conversation.id, event)
+        if not await self._round_settled(conversation.id):
             return
-        if not await self._store.move(conversation_id, "awaiting_approval", "running"):
+        if not await self._store.move(conversation.id, "awaiting_approval", "running"):
             return  # another replica continues the turn
         async for event in self._loop(conversation):
             yield event
@@ -85,15 +92,23 @@ class TurnRunner:
         return all(call.state in SETTLED for call in calls)
 
     async def _loop(self, conversation: ConversationInfo) -> AsyncIterator[TurnEvent]:
+        limit = self._settings.turn_timeout_seconds
         try:
-            async for event in self._rounds(conversation):
-                yield event
+            async with asyncio.timeout(limit):
+                async for event in self._rounds(conversation):
+                    yield event
         except GatewayError as exc:
-            await self._store.move(conversation.id, "running", "idle")
-            yield await self._durable(
-                conversation.id, events.error(exc.code or exc.error_type, exc.message)
-            )
-            yield await self._durable(conversation.id, events.turn_finished("failed"))
+            async for event in self._fail(conversation.id, exc.code or exc.error_type, exc.message):
+                yield event
+        except TimeoutError:
+            message = f"The turn took longer than {limit:g}s."
+            async for event in self._fail(conversation.id, "turn_timeout", message):
+                yield event
+
+    async def _fail(self, cid: str, code: str, message: str) -> AsyncIterator[TurnEvent]:
+        await self._store.move(cid, "running", "idle")
+        yield await self._durable(cid, events.error(code, message))
+        yield await self._durable(cid, events.turn_finished("failed"))
 
     async def _rounds(self, conversation: ConversationInfo) -> AsyncIterator[TurnEvent]:
         cid = conversation.id
@@ -101,12 +116,10 @@ class TurnRunner:
             history = [m.message for m in await self._store.messages(cid)]
             round_number = _rounds_so_far(history)
             if round_number >= self._settings.max_tool_rounds:
-                await self._store.move(cid, "running", "idle")
-                message = (
-                    f"The model asked for tools more than {self._settings.max_tool_rounds} times."
-                )
-                yield await self._durable(cid, events.error("max_tool_rounds", message))
-                yield await self._durable(cid, events.turn_finished("failed"))
+                limit = self._settings.max_tool_rounds
+                message = f"The model asked for tools more than {limit} times."
+                async for failure in self._fail(cid, "max_tool_rounds", message):
+                    yield failure
                 return
             answer: AssistantMessage | None = None
             async for event in self._model_call(conversation, history):
@@ -121,13 +134,18 @@ class TurnRunner:
                 await self._store.move(cid, "running", "idle")
                 yield await self._durable(cid, events.turn_finished("completed"))
                 return
+            budget = self._settings.max_tool_calls_per_turn - _calls_so_far(history)
             async for event in self._executor.run_round(
-                conversation, answer.tool_calls, round_number
+                conversation, answer.tool_calls, round_number, budget
             ):
                 yield await self._durable(cid, event)
             if not await self._round_settled(cid):
                 await self._store.move(cid, "running", "awaiting_approval")
                 yield await self._durable(cid, events.turn_finished("awaiting_approval"))
+                # A decision that landed before the move found the turn `running` and left it
+                # to us: pick it up now, or it would wait forever.
+                async for event in self._continue_if_decided(conversation):
+                    yield event
                 return
 
     async def _model_call(
@@ -152,6 +170,16 @@ class TurnRunner:
         if event.durable:
             await self._store.add_event(conversation_id, event)
         return event
+
+
+def _calls_so_far(history: list[Message]) -> int:
+    calls = 0
+    for message in reversed(history):
+        if isinstance(message, UserMessage):
+            break
+        if isinstance(message, AssistantMessage):
+            calls += len(message.tool_calls)
+    return calls
 
 
 def _rounds_so_far(history: list[Message]) -> int:

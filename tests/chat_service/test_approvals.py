@@ -21,3 +21,12 @@ def test_an_expired_approval_is_rejected_and_the_turn_completes(database_url: st
         assert ("transfer_money", {"amount": 5}) not in stack.catalog.calls
         late = decide(stack, call_id, "approve")
         assert late.status_code == 409
+
+
+def test_tool_calls_beyond_the_turn_budget_are_denied(database_url: str) -> None:
+    with loop_stack_on(database_url, max_tool_calls_per_turn=1) as stack:
+        _, turn = start(stack, "rogue")  # asks for two tools in one round
+
+        states = [c["state"] for c in turn["tool_calls"]]
+        assert states == ["denied_by_policy", "denied_by_policy"]
+        assert "limit" in turn["tool_calls"][1]["policy_reason"]
