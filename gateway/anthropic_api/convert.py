@@ -183,6 +183,12 @@ def usage_json(usage: Usage) -> JSON:
     return {"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens}
 
 
+def stop_json(response: ChatResponse) -> JSON:
+    if response.stop_sequence is not None and response.finish_reason == "stop":
+        return {"stop_reason": "stop_sequence", "stop_sequence": response.stop_sequence}
+    return {"stop_reason": STOP_REASONS[response.finish_reason], "stop_sequence": None}
+
+
 def message_json(response: ChatResponse, message_id: str, model: str) -> JSON:
     message = response.message
     content = [thinking_json(t) for t in message.thinking]
@@ -195,7 +201,6 @@ def message_json(response: ChatResponse, message_id: str, model: str) -> JSON:
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": STOP_REASONS[response.finish_reason],
-        "stop_sequence": None,
+        **stop_json(response),
         "usage": usage_json(response.usage),
     }

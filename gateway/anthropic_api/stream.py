@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from gateway.anthropic_api.convert import STOP_REASONS
+from gateway.anthropic_api.convert import stop_json
 from gateway.anthropic_api.errors import anthropic_error_body, gateway_error_body
 from llm_service.errors import GatewayError
 from llm_service.types import (
@@ -117,7 +117,7 @@ def message_end(response: ChatResponse) -> list[bytes]:
     usage = response.usage
     delta = {
         "type": "message_delta",
-        "delta": {"stop_reason": STOP_REASONS[response.finish_reason], "stop_sequence": None},
+        "delta": stop_json(response),
         "usage": {"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens},
     }
     return [_event(delta), _event({"type": "message_stop"})]

@@ -343,3 +343,21 @@ def test_usage_rows_are_recorded_for_whole_streamed_and_failed_calls(sqlite_url:
     ]
     assert all(r.key_name == "billing-test" for r in rows)
     assert all(r.prompt_tokens > 0 and r.completion_tokens > 0 for r in rows[:2])
+
+
+def test_stop_sequence_is_reported_whole_and_streamed(stack: AnthropicStack) -> None:
+    client = stack.client()
+    ask: list[Any] = [{"role": "user", "content": "one two three"}]
+
+    whole = client.messages.create(
+        model="mock", max_tokens=50, messages=ask, stop_sequences=["three", "two"]
+    )
+    with client.messages.stream(
+        model="mock", max_tokens=50, messages=ask, stop_sequences=["two"]
+    ) as stream:
+        streamed = stream.get_final_message()
+
+    for message in (whole, streamed):
+        assert message.content[0].type == "text"
+        assert message.content[0].text == "Echo: one "
+        assert (message.stop_reason, message.stop_sequence) == ("stop_sequence", "two")
