@@ -50,7 +50,8 @@ class BlockWriter:
 
     def delta(self, event: TextDelta | ThinkingDelta | ToolCallDelta) -> list[bytes]:
         if isinstance(event, TextDelta):
-            return self._into("text", {"type": "text", "text": ""}, _text_delta(event.text))
+            delta = {"type": "text_delta", "text": event.text}
+            return self._into("text", {"type": "text", "text": ""}, delta)
         if isinstance(event, ThinkingDelta):
             start = {"type": "thinking", "thinking": "", "signature": ""}
             return self._into("thinking", start, {"type": "thinking_delta", "thinking": event.text})
@@ -92,10 +93,6 @@ class BlockWriter:
         out = self._into(event.index, start, delta)
         self.tool_blocks[event.index] = self.count - 1
         return out
-
-
-def _text_delta(text: str) -> JSON:
-    return {"type": "text_delta", "text": text}
 
 
 def message_start(message_id: str, model: str) -> bytes:

@@ -84,6 +84,21 @@ def test_overloaded_upstream_is_overloaded_error_also_when_streaming(
     assert caught.value.body["error"]["type"] == "overloaded_error"
 
 
+def test_failure_mid_stream_raises_from_the_sdk_after_the_first_words(
+    stack: AnthropicStack,
+) -> None:
+    received: list[str] = []
+    with (
+        pytest.raises(anthropic.APIStatusError) as caught,
+        stack.client().messages.stream(model="gpt-cut", max_tokens=5, messages=HI) as stream,
+    ):
+        received.extend(stream.text_stream)
+
+    assert received == ["Hel"]
+    assert caught.value.body["error"]["type"] == "api_error"
+    assert "the model crashed" in caught.value.body["error"]["message"]
+
+
 def test_missing_max_tokens_is_400_naming_the_field(stack: AnthropicStack) -> None:
     body = '{"model":"mock","messages":[{"role":"user","content":"x"}]}'
     message = assert_anthropic_error(
