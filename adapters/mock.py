@@ -122,8 +122,8 @@ def _render(
 
 def _cut_at_stop(text: str | None, stops: tuple[str, ...]) -> tuple[str | None, str | None]:
     """Cut the answer before the earliest stop sequence, as real models stop generating there."""
-    found = [(text.find(stop), stop) for stop in stops if stop and text and stop in text]
-    if text is None or not found:
+    found = [(text.find(stop), stop) for stop in stops if text and stop and stop in text]
+    if not text or not found:
         return text, None
     position, stop = min(found)
     return text[:position], stop

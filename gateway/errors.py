@@ -63,11 +63,15 @@ class ErrorInfo:
     param: str | None = None
 
 
+def _openai_body(error: ErrorInfo) -> dict[str, Any]:
+    return error_body(error.message, error.error_type, error.code, error.param)
+
+
 class ErrorShapedRoute(APIRoute):
     """A route whose API has its own error body; subclasses override ``error_body``."""
 
     def error_body(self, error: ErrorInfo) -> dict[str, Any]:
-        return error_body(error.message, error.error_type, error.code, error.param)
+        return _openai_body(error)
 
 
 def _shaped_response(
@@ -75,10 +79,7 @@ def _shaped_response(
 ) -> Response:
     # FastAPI puts the matched route in the scope; unmatched paths keep the OpenAI shape.
     route = request.scope.get("route")
-    if isinstance(route, ErrorShapedRoute):
-        body = route.error_body(error)
-    else:
-        body = error_body(error.message, error.error_type, error.code, error.param)
+    body = route.error_body(error) if isinstance(route, ErrorShapedRoute) else _openai_body(error)
     return error_response(error.status, body, headers)
 
 
