@@ -67,6 +67,7 @@ class MockAdapter:
         if step is not None and step.error is not None:
             raise error_for_status(step.error.status, step.error.message, provider=PROVIDER)
         text, calls = _render(step, request.messages)
+        text, stopped_at = _cut_at_stop(text, request.params.stop)
         prompt = sum(_estimate_tokens(_text_of(m)) for m in request.messages)
         prompt += sum(
             _estimate_tokens(json.dumps(t.parameters) + t.description) for t in request.tools
@@ -84,6 +85,7 @@ class MockAdapter:
             finish_reason=finish_reason("length" if truncated else "stop", bool(calls)),
             usage=Usage(prompt_tokens=prompt, completion_tokens=completion),
             model=self._config.upstream_model,
+            stop_sequence=stopped_at,
         )
 
 
@@ -116,6 +118,15 @@ def _render(
         for i, c in enumerate(step.tool_calls)
     )
     return text, calls
+
+
+def _cut_at_stop(text: str | None, stops: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """Cut the answer before the earliest stop sequence, as real models stop generating there."""
+    found = [(text.find(stop), stop) for stop in stops if text and stop and stop in text]
+    if not text or not found:
+        return text, None
+    position, stop = min(found)
+    return text[:position], stop
 
 
 def _text_of(message: Message) -> str:

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from gateway import approvals_api, conversations_api, health
+from gateway.anthropic_api import routes as anthropic_routes
 from gateway.errors import install_error_handlers
 from gateway.middleware import BodySizeLimitMiddleware, RequestContextMiddleware
 from gateway.no_tools import NoTools
@@ -42,6 +43,7 @@ def create_app(
     app.include_router(openai_routes.router)
     app.include_router(conversations_api.router)
     app.include_router(approvals_api.router)
+    app.include_router(anthropic_routes.router)
     # Outermost last: the context exists before the size check can refuse.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(RequestContextMiddleware)

@@ -1,13 +1,19 @@
-"""Errors at the HTTP boundary: every failure becomes an OpenAI-style JSON body, by type."""
+"""Errors at the HTTP boundary: every failure becomes a JSON error body, by type.
+
+The body has the OpenAI shape unless the matched route belongs to an API with its own shape
+(``ErrorShapedRoute``, e.g. the Anthropic Messages API), so each SDK raises its typed errors.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import structlog
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -46,6 +52,37 @@ def gateway_error_body(exc: GatewayError) -> dict[str, Any]:
     return error_body(exc.message, exc.error_type, exc.code, exc.param)
 
 
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """One failure, before it is given the wire shape of the API that was called."""
+
+    status: int
+    message: str
+    error_type: str
+    code: str | None = None
+    param: str | None = None
+
+
+def _openai_body(error: ErrorInfo) -> dict[str, Any]:
+    return error_body(error.message, error.error_type, error.code, error.param)
+
+
+class ErrorShapedRoute(APIRoute):
+    """A route whose API has its own error body; subclasses override ``error_body``."""
+
+    def error_body(self, error: ErrorInfo) -> dict[str, Any]:
+        return _openai_body(error)
+
+
+def _shaped_response(
+    request: Request, error: ErrorInfo, headers: dict[str, str] | None = None
+) -> Response:
+    # FastAPI puts the matched route in the scope; unmatched paths keep the OpenAI shape.
+    route = request.scope.get("route")
+    body = route.error_body(error) if isinstance(route, ErrorShapedRoute) else _openai_body(error)
+    return error_response(error.status, body, headers)
+
+
 async def _gateway_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayError)
     request_context(request).error_type = exc.error_type
@@ -55,7 +92,8 @@ async def _gateway_error(request: Request, exc: Exception) -> Response:
         headers["retry-after"] = str(max(1, round(retry_after)))
     if isinstance(exc, AuthenticationFailed):
         headers["www-authenticate"] = "Bearer"
-    return error_response(exc.status_code, gateway_error_body(exc), headers)
+    error = ErrorInfo(exc.status_code, exc.message, exc.error_type, exc.code, exc.param)
+    return _shaped_response(request, error, headers)
 
 
 async def _validation_error(request: Request, exc: Exception) -> Response:
@@ -70,16 +108,15 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
         param = ".".join(loc) or None
         where = f" at `{param}`" if param else ""
         message = f"Invalid request{where}: {first.get('msg', 'invalid value')}"
-    return error_response(400, error_body(message, "invalid_request_error", None, param))
+    return _shaped_response(request, ErrorInfo(400, message, "invalid_request_error", None, param))
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     error_type = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
     request_context(request).error_type = error_type
-    return error_response(
-        exc.status_code, error_body(str(exc.detail), error_type), dict(exc.headers or {})
-    )
+    error = ErrorInfo(exc.status_code, str(exc.detail), error_type)
+    return _shaped_response(request, error, dict(exc.headers or {}))
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> Response:
@@ -87,7 +124,7 @@ async def _unexpected_error(request: Request, exc: Exception) -> Response:
     context.error_type = "api_error"
     log.error("unhandled_error", request_id=context.request_id, exc_info=exc)
     message = f"Internal error. Quote request id {context.request_id} when reporting it."
-    return error_response(500, error_body(message, "api_error"))
+    return _shaped_response(request, ErrorInfo(500, message, "api_error"))
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -129,6 +129,9 @@ class ChatResponse:
     finish_reason: FinishReason
     usage: Usage
     model: str  # the upstream model that answered
+    # Which of the request's stop sequences ended the answer, when the provider says so
+    # (Anthropic does; OpenAI-style APIs only report ``stop``).
+    stop_sequence: str | None = None
 
 
 # Stream events. A stream is any number of deltas followed by exactly one StreamDone that

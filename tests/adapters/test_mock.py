@@ -89,3 +89,17 @@ async def test_max_tokens_truncates_with_length() -> None:
     )
     assert response.finish_reason == "length"
     assert response.usage.completion_tokens == 5
+
+
+async def test_answer_stops_before_the_earliest_stop_sequence() -> None:
+    adapter = MockAdapter(ModelConfig(name="m", provider="mock"))
+    request = ChatRequest(
+        messages=(UserMessage("alpha beta gamma"),),
+        params=SamplingParams(stop=("gamma", "beta", "zzz")),
+    )
+
+    response = await adapter.complete(request)
+
+    assert response.message.content == "Echo: alpha "
+    assert response.stop_sequence == "beta"
+    assert response.finish_reason == "stop"

@@ -1,0 +1,137 @@
+"""The Anthropic Messages API request as the gateway accepts it.
+
+Unknown fields (``cache_control``, ``citations``, ``thinking``, ``service_tier``, ...) are ignored
+so newer SDKs keep working; known ones are validated. Block types the gateway cannot carry to
+every provider (documents, server tools) are refused with a 400 naming the field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class TextBlock(_Model):
+    type: Literal["text"]
+    text: str
+
+
+class Base64ImageSource(_Model):
+    type: Literal["base64"]
+    media_type: Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
+    data: str = Field(min_length=1)
+
+
+class URLImageSource(_Model):
+    type: Literal["url"]
+    url: str = Field(min_length=1)
+
+
+class ImageBlock(_Model):
+    type: Literal["image"]
+    source: Annotated[Base64ImageSource | URLImageSource, Field(discriminator="type")]
+
+
+class ToolUseBlock(_Model):
+    type: Literal["tool_use"]
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    input: dict[str, Any]
+
+
+ToolResultContent = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
+
+
+class ToolResultBlock(_Model):
+    type: Literal["tool_result"]
+    tool_use_id: str = Field(min_length=1)
+    content: str | list[ToolResultContent] | None = None
+    is_error: bool | None = None
+
+
+class ThinkingBlock(_Model):
+    type: Literal["thinking"]
+    thinking: str
+    signature: str | None = None
+
+
+class RedactedThinkingBlock(_Model):
+    type: Literal["redacted_thinking"]
+    data: str
+
+
+UserBlock = Annotated[TextBlock | ImageBlock | ToolResultBlock, Field(discriminator="type")]
+AssistantBlock = Annotated[
+    TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock, Field(discriminator="type")
+]
+
+
+class UserMessageIn(_Model):
+    role: Literal["user"]
+    content: str | list[UserBlock]
+
+
+class AssistantMessageIn(_Model):
+    role: Literal["assistant"]
+    content: str | list[AssistantBlock]
+
+
+MessageIn = Annotated[UserMessageIn | AssistantMessageIn, Field(discriminator="role")]
+
+
+class ToolIn(_Model):
+    # Server tools (web_search, bash, ...) carry another ``type`` and are refused.
+    type: Literal["custom"] | None = None
+    name: str = Field(min_length=1, max_length=128)
+    description: str | None = None
+    input_schema: dict[str, Any]
+
+
+class ToolChoiceAuto(_Model):
+    type: Literal["auto"]
+    disable_parallel_tool_use: bool | None = None
+
+
+class ToolChoiceAny(_Model):
+    type: Literal["any"]
+    disable_parallel_tool_use: bool | None = None
+
+
+class ToolChoiceTool(_Model):
+    type: Literal["tool"]
+    name: str = Field(min_length=1)
+    disable_parallel_tool_use: bool | None = None
+
+
+class ToolChoiceNone(_Model):
+    type: Literal["none"]
+
+
+ToolChoiceIn = Annotated[
+    ToolChoiceAuto | ToolChoiceAny | ToolChoiceTool | ToolChoiceNone, Field(discriminator="type")
+]
+
+
+class Metadata(_Model):
+    user_id: str | None = None
+
+
+class MessagesRequest(_Model):
+    model: str = Field(min_length=1)
+    max_tokens: int = Field(ge=1)
+    messages: list[MessageIn] = Field(min_length=1)
+    system: str | list[TextBlock] | None = None
+    tools: list[ToolIn] | None = None
+    tool_choice: ToolChoiceIn | None = None
+    stop_sequences: list[str] | None = None
+    temperature: float | None = Field(None, ge=0, le=1)
+    top_p: float | None = Field(None, ge=0, le=1)
+    # Accepted for compatibility; the canonical request has no top-k, so it is not forwarded.
+    top_k: int | None = Field(None, ge=0)
+    metadata: Metadata | None = None
+    stream: bool = False
