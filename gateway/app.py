@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from gateway import health
+from gateway import health, tools_api
 from gateway.errors import install_error_handlers
 from gateway.middleware import BodySizeLimitMiddleware, RequestContextMiddleware
 from gateway.openai_api import routes as openai_routes
@@ -37,6 +37,7 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(openai_routes.router)
+    app.include_router(tools_api.router)
     # Outermost last: the context exists before the size check can refuse.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(RequestContextMiddleware)

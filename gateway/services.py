@@ -15,6 +15,7 @@ from gateway.keys import KeyStore
 from gateway.settings import Settings
 from gateway.usage import UsageRecorder
 from llm_service.registry import AdapterFactory, ModelRegistry
+from mcp_client.catalog import MCPToolCatalog
 
 log = structlog.get_logger("gateway.services")
 
@@ -28,6 +29,7 @@ class Services:
     registry: ModelRegistry
     usage: UsageRecorder
     head_revision: str | None
+    tools: MCPToolCatalog
 
     @classmethod
     async def start(
@@ -48,9 +50,13 @@ class Services:
                 log.warning("model_unavailable", model=name, reason=state["reason"])
         usage = UsageRecorder(sessions, settings.usage_flush_seconds)
         usage.start()
-        return cls(settings, engine, sessions, keys, registry, usage, head_revision())
+        # Tool servers that fail are degraded and retried in the background; start never fails.
+        tools = MCPToolCatalog.from_config(settings.mcp_servers, settings.tool_catalog, environ)
+        await tools.start()
+        return cls(settings, engine, sessions, keys, registry, usage, head_revision(), tools)
 
     async def stop(self) -> None:
+        await self.tools.aclose()
         await self.usage.aclose()
         await self.registry.aclose()
         await self.engine.dispose()

@@ -38,6 +38,7 @@ class MCPToolCatalog:
         self.settings = settings or CatalogSettings()
         self._servers: dict[str, ServerSupervisor] = {}
         self._index: dict[str, tuple[StandardizedTool, ServerSupervisor]] = {}
+        self._running: set[str] = set()
         self._change = asyncio.Event()  # replaced after every change; waiters hold the old one
 
     @classmethod
@@ -82,9 +83,14 @@ class MCPToolCatalog:
         self.add_server(name, "local", policy, lambda _on_change: backend)
 
     async def start(self) -> None:
-        """Discover every server concurrently, each bounded by the discovery timeout."""
-        await asyncio.gather(*(server.connect_once() for server in self._servers.values()))
-        for server in self._servers.values():
+        """Discover every server not yet started, concurrently, each within the discovery timeout.
+
+        Servers and local tools added later are brought up by calling ``start`` again.
+        """
+        pending = [s for name, s in self._servers.items() if name not in self._running]
+        self._running.update(server.name for server in pending)
+        await asyncio.gather(*(server.connect_once() for server in pending))
+        for server in pending:
             server.start_background()
 
     async def aclose(self) -> None:

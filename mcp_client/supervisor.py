@@ -128,13 +128,18 @@ class ServerSupervisor:
         try:
             async with asyncio.timeout(self._settings.discovery_timeout):
                 tools = await backend.list_tools()
-        except (BackendUnavailable, TimeoutError) as exc:
-            reason = str(exc) or "tools/list timed out"
-            log.warning("mcp_server_refresh_failed", server=self.name, reason=reason)
-            self._publish([], ServerStatus("degraded", reason, transport=self._transport))
-            await self._drop_backend()
+        except TimeoutError:
+            reason = f"tools/list gave no answer within {self._settings.discovery_timeout:g} s"
+        except BackendUnavailable as exc:
+            reason = str(exc)
+        except Exception as exc:  # e.g. a malformed tool list: degrade, reconnect, keep running
+            reason = describe_failure(exc)
+        else:
+            self._publish(tools, ServerStatus("ready", tools=len(tools), transport=self._transport))
             return
-        self._publish(tools, ServerStatus("ready", tools=len(tools), transport=self._transport))
+        log.warning("mcp_server_refresh_failed", server=self.name, reason=reason)
+        self._publish([], ServerStatus("degraded", reason, transport=self._transport))
+        await self._drop_backend()
 
     def _publish(self, tools: list[RemoteTool], status: ServerStatus) -> None:
         self.tools = tools
@@ -145,13 +150,16 @@ class ServerSupervisor:
         backend = self._backend
         if backend is None or backend.broken:
             return error_result(f"tool server `{self.name}` is unavailable: {self.status.reason}")
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         try:
             async with asyncio.timeout(timeout):
                 await self._limit.acquire()
         except TimeoutError:
             return error_result(f"tool server `{self.name}` is busy; try again later")
+        remaining = max(timeout - (loop.time() - started), 0.001)
         try:
-            result = await backend.call(tool, arguments, timeout)
+            result = await backend.call(tool, arguments, remaining)
         finally:
             self._limit.release()
         if backend.broken:

@@ -202,3 +202,16 @@ async def test_a_changed_tool_list_reaches_the_catalog(catalog: MCPToolCatalog) 
     assert grown.content == "grown"
     assert await catalog.wait_for(lambda: catalog.get("late") is not None, timeout=10)
     assert (await catalog.call_tool("late", {})).content == "late answer"
+
+
+async def test_local_tools_added_after_start_are_brought_up_by_start(
+    catalog: MCPToolCatalog,
+) -> None:
+    async def greet(arguments: dict[str, Any]) -> str:
+        return f"hello {arguments['who']}"
+
+    schema = {"type": "object", "properties": {"who": {"type": "string"}}, "required": ["who"]}
+    catalog.register_local_tools("extra", [LocalTool("greet", "Greet.", schema, greet)], ["user"])
+    await catalog.start()
+    assert "greet" in _names(catalog.get_tools_for_llm(["user"]))
+    assert (await catalog.call_tool("greet", {"who": "ana"})).content == "hello ana"
