@@ -21,6 +21,7 @@ from mcp_client.results import error_result, from_call_result
 from mcp_client.types import ToolResult
 
 StreamsOpener = Callable[[], Transport | AbstractAsyncContextManager[Any]]
+_CLOSE_GRACE_SECONDS = 5.0
 _CONNECTION_ERRORS = (
     anyio.ClosedResourceError,
     anyio.BrokenResourceError,
@@ -136,13 +137,17 @@ class MCPSessionBackend:
         task = self._task
         if task is None:
             return
-        if not self._ready.is_set():
-            task.cancel()
+        if self._ready.is_set():
+            # A polite close (stdio: end the child; HTTP: end the session) but never a hang.
+            await asyncio.wait({task}, timeout=_CLOSE_GRACE_SECONDS)
+        task.cancel()
         await asyncio.gather(task, return_exceptions=True)
 
 
 def _remote_tool(tool: types.Tool) -> RemoteTool:
-    annotations = tool.annotations.model_dump(exclude_none=True) if tool.annotations else {}
+    annotations = (
+        tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else {}
+    )
     if tool.title:
         annotations.setdefault("title", tool.title)
     return RemoteTool(

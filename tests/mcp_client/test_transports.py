@@ -104,6 +104,7 @@ async def test_pypi_mcp_server_time_over_stdio() -> None:
         convert = catalog.get("convert_time")
         assert convert is not None
         assert convert.requires_approval
+        assert convert.annotations["readOnlyHint"] is True
         result = await catalog.call_tool("get_current_time", {"timezone": "Europe/Paris"})
         assert not result.is_error
         assert "Europe/Paris" in result.content
