@@ -15,7 +15,7 @@ from mcp_client.local_tools import LocalTool, LocalToolBackend
 from mcp_client.results import error_result, truncate
 from mcp_client.supervisor import ServerPolicy, ServerStatus, ServerSupervisor
 from mcp_client.transports import backend_factory
-from mcp_client.types import StandardizedTool, ToolResult
+from mcp_client.types import StandardizedTool, ToolCatalog, ToolResult
 from mcp_client.validation import argument_problems
 
 log = structlog.get_logger("mcp_client.catalog")
@@ -31,7 +31,7 @@ def policy_of(config: MCPServerConfig) -> ServerPolicy:
     )
 
 
-class MCPToolCatalog:
+class MCPToolCatalog(ToolCatalog):
     """Implements ``ToolCatalog``. Build it, add servers and local tools, ``start``, ``aclose``."""
 
     def __init__(self, settings: CatalogSettings | None = None) -> None:
