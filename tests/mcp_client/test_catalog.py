@@ -215,3 +215,35 @@ async def test_local_tools_added_after_start_are_brought_up_by_start(
     await catalog.start()
     assert "greet" in _names(catalog.get_tools_for_llm(["user"]))
     assert (await catalog.call_tool("greet", {"who": "ana"})).content == "hello ana"
+
+
+async def test_a_periodic_refresh_finds_tools_added_without_a_notification() -> None:
+    quiet = demo_server("quiet")
+    catalog = MCPToolCatalog(CatalogSettings(refresh_interval=0.05))
+    policy = ServerPolicy(roles=frozenset({"user"}))
+    catalog.add_server("quiet", "in-process", policy, in_process(quiet.server))
+    await catalog.start()
+    try:
+        quiet.server.add_tool(lambda: "found", name="silent", description="No notification.")
+        assert await catalog.wait_for(lambda: catalog.get("silent") is not None, timeout=10)
+    finally:
+        await catalog.aclose()
+
+
+async def test_a_busy_server_refuses_calls_beyond_its_concurrency_limit() -> None:
+    slow = demo_server("slow")
+    catalog = MCPToolCatalog()
+    policy = ServerPolicy(roles=frozenset({"user"}), max_concurrency=1)
+    catalog.add_server("slow", "in-process", policy, in_process(slow.server))
+    await catalog.start()
+    try:
+        hanging = asyncio.create_task(catalog.call_tool("hang", {}, timeout=30))
+        assert await asyncio.to_thread(slow.hang_started.wait, 10)
+        busy = await catalog.call_tool("echo", {"text": "me too"}, timeout=0.2)
+        assert busy.is_error
+        assert "busy" in busy.content
+        hanging.cancel()
+        await asyncio.gather(hanging, return_exceptions=True)
+        assert (await catalog.call_tool("echo", {"text": "now"})).content == "slow:now"
+    finally:
+        await catalog.aclose()
