@@ -7,11 +7,10 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from gateway import approvals_api, conversations_api, health
+from gateway import approvals_api, conversations_api, health, tools_api
 from gateway.anthropic_api import routes as anthropic_routes
 from gateway.errors import install_error_handlers
 from gateway.middleware import BodySizeLimitMiddleware, RequestContextMiddleware
-from gateway.no_tools import NoTools
 from gateway.openai_api import routes as openai_routes
 from gateway.services import Services
 from gateway.settings import Settings
@@ -30,7 +29,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        services = await Services.start(settings, environ, factories, tools or NoTools())
+        services = await Services.start(settings, environ, factories, tools)
         app.state.services = services
         try:
             yield
@@ -44,6 +43,7 @@ def create_app(
     app.include_router(conversations_api.router)
     app.include_router(approvals_api.router)
     app.include_router(anthropic_routes.router)
+    app.include_router(tools_api.router)
     # Outermost last: the context exists before the size check can refuse.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(RequestContextMiddleware)

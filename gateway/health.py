@@ -38,12 +38,16 @@ async def readyz(services: ServicesDep) -> Response:
                 "run `llm-gateway migrate`"
             )
     models = services.registry.summary()
-    degraded = any(not m["available"] for m in models.values())
+    tool_servers = {name: state.as_dict() for name, state in services.tools.status().items()}
+    degraded = any(not m["available"] for m in models.values()) or any(
+        server["state"] != "ready" for server in tool_servers.values()
+    )
     status = "unready" if problems else ("degraded" if degraded else "ok")
     payload = {
         "status": status,
         "problems": problems,
         "database": {"revision": revision, "expected": services.head_revision},
         "models": models,
+        "tool_servers": tool_servers,
     }
     return json_response(payload, 503 if problems else 200)

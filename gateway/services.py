@@ -23,6 +23,7 @@ from gateway.settings import Settings
 from gateway.usage import UsageEntry, UsageRecorder
 from llm_service.registry import AdapterFactory, ModelRegistry
 from llm_service.types import ChatResponse
+from mcp_client.catalog import MCPToolCatalog
 from mcp_client.types import ToolCatalog
 
 log = structlog.get_logger("gateway.services")
@@ -50,7 +51,7 @@ class Services:
         settings: Settings,
         environ: Mapping[str, str],
         factories: Mapping[str, AdapterFactory],
-        tools: ToolCatalog,
+        tools: ToolCatalog | None,
     ) -> Services:
         engine = create_engine(settings.database_url, settings.database_pool)
         sessions = session_factory(engine)
@@ -64,6 +65,10 @@ class Services:
                 log.warning("model_unavailable", model=name, reason=state["reason"])
         usage = UsageRecorder(sessions, settings.usage_flush_seconds)
         usage.start()
+        if tools is None:
+            tools = MCPToolCatalog.from_config(settings.mcp_servers, settings.tool_catalog, environ)
+        # Tool servers that fail are degraded and retried in the background; start never fails.
+        await tools.start()
         loop_settings = settings.tool_loop
         conversations = ConversationStore(sessions)
         tool_calls = ToolCallStore(sessions)
@@ -100,6 +105,7 @@ class Services:
 
     async def stop(self) -> None:
         await self.background.aclose()
+        await self.tools.aclose()
         await self.usage.aclose()
         await self.registry.aclose()
         await self.engine.dispose()

@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from chat_service.config import ToolLoopSettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
 from llm_service.config import ModelConfig
+from mcp_client.config import CatalogSettings, MCPServerConfig
 
 
 class ConfigError(Exception):
@@ -35,7 +36,8 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(4 * 1024 * 1024, gt=0)
     usage_flush_seconds: float = Field(1.0, gt=0)
     models: list[ModelConfig] = Field(default_factory=list)
-    mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+    mcp_servers: list[MCPServerConfig] = Field(default_factory=list)
+    tool_catalog: CatalogSettings = Field(default_factory=CatalogSettings)
     tool_loop: ToolLoopSettings = Field(default_factory=ToolLoopSettings)
 
     @field_validator("models")
@@ -47,6 +49,16 @@ class Settings(BaseSettings):
                 raise ValueError(f"model name `{model.name}` appears twice")
             seen.add(model.name)
         return models
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _unique_server_names(cls, servers: list[MCPServerConfig]) -> list[MCPServerConfig]:
+        seen: set[str] = set()
+        for server in servers:
+            if server.name in seen:
+                raise ValueError(f"MCP server name `{server.name}` appears twice")
+            seen.add(server.name)
+        return servers
 
     @classmethod
     def settings_customise_sources(

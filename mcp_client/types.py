@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -54,8 +54,24 @@ def definition_hash(
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+class ServerHealth(Protocol):
+    def as_dict(self) -> dict[str, Any]: ...
+
+
 class ToolCatalog(Protocol):
-    """What the chat service and the executor need from the MCP client."""
+    """What the gateway, the chat service and the executor need from the MCP client."""
+
+    async def start(self) -> None:
+        """Discover the tools; a failing server degrades, it never fails the start."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+    def status(self) -> Mapping[str, ServerHealth]:
+        """Each tool server's health, for /readyz."""
+        ...
+
+    def bundle_names(self) -> list[str]: ...
 
     def get_tools_for_llm(
         self, roles: Iterable[str], bundle: str | None = None

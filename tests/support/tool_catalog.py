@@ -52,6 +52,18 @@ class CountingCatalog:
             handler,
         )
 
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    def status(self) -> dict[str, Any]:
+        return {}
+
+    def bundle_names(self) -> list[str]:
+        return []
+
     def get_tools_for_llm(
         self, roles: Iterable[str], bundle: str | None = None
     ) -> list[StandardizedTool]:

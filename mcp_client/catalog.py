@@ -1,0 +1,154 @@
+"""The one catalog of standardized tools across all servers and in-process tools."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import structlog
+
+from mcp_client.backend import BackendFactory
+from mcp_client.config import CatalogSettings, MCPServerConfig
+from mcp_client.index import ServedTools, build_index, in_bundle, visible_to
+from mcp_client.local_tools import LocalTool, LocalToolBackend
+from mcp_client.results import error_result, truncate
+from mcp_client.supervisor import ServerPolicy, ServerStatus, ServerSupervisor
+from mcp_client.transports import backend_factory
+from mcp_client.types import StandardizedTool, ToolCatalog, ToolResult
+from mcp_client.validation import argument_problems
+
+log = structlog.get_logger("mcp_client.catalog")
+
+
+def policy_of(config: MCPServerConfig) -> ServerPolicy:
+    return ServerPolicy(
+        roles=frozenset(config.roles),
+        tools=dict(config.tools),
+        requires_approval=config.requires_approval,
+        max_concurrency=config.max_concurrency,
+        call_timeout=config.call_timeout,
+    )
+
+
+class MCPToolCatalog(ToolCatalog):
+    """Implements ``ToolCatalog``. Build it, add servers and local tools, ``start``, ``aclose``."""
+
+    def __init__(self, settings: CatalogSettings | None = None) -> None:
+        self.settings = settings or CatalogSettings()
+        self._servers: dict[str, ServerSupervisor] = {}
+        self._index: dict[str, tuple[StandardizedTool, ServerSupervisor]] = {}
+        self._running: set[str] = set()
+        self._change = asyncio.Event()  # replaced after every change; waiters hold the old one
+
+    @classmethod
+    def from_config(
+        cls,
+        servers: Sequence[MCPServerConfig],
+        settings: CatalogSettings,
+        environ: Mapping[str, str],
+    ) -> MCPToolCatalog:
+        """``environ`` supplies the values named by each server's ``headers_env``."""
+        catalog = cls(settings)
+        for server in servers:
+            catalog.add_server(
+                server.name, server.transport, policy_of(server), backend_factory(server, environ)
+            )
+        return catalog
+
+    def add_server(
+        self, name: str, transport: str, policy: ServerPolicy, factory: BackendFactory
+    ) -> None:
+        if name in self._servers:
+            raise ValueError(f"a tool server named `{name}` already exists")
+        self._servers[name] = ServerSupervisor(
+            name,
+            transport=transport,
+            policy=policy,
+            factory=factory,
+            settings=self.settings,
+            on_tools=self._rebuild,
+        )
+
+    def register_local_tools(
+        self,
+        name: str,
+        tools: Sequence[LocalTool],
+        roles: Iterable[str],
+        policy: ServerPolicy | None = None,
+    ) -> None:
+        """In-process tools under server name ``name``, filtered and called like remote ones."""
+        policy = policy or ServerPolicy(roles=frozenset(roles))
+        backend = LocalToolBackend(tools)
+        self.add_server(name, "local", policy, lambda _on_change: backend)
+
+    async def start(self) -> None:
+        """Discover every server not yet started, concurrently, each within the discovery timeout.
+
+        Servers and local tools added later are brought up by calling ``start`` again.
+        """
+        pending = [s for name, s in self._servers.items() if name not in self._running]
+        self._running.update(server.name for server in pending)
+        await asyncio.gather(*(server.connect_once() for server in pending))
+        for server in pending:
+            server.start_background()
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(server.aclose() for server in self._servers.values()))
+
+    def status(self) -> dict[str, ServerStatus]:
+        return {name: server.status for name, server in self._servers.items()}
+
+    def bundle_names(self) -> list[str]:
+        return [bundle.name for bundle in self.settings.bundles]
+
+    def get_tools_for_llm(
+        self, roles: Iterable[str], bundle: str | None = None
+    ) -> list[StandardizedTool]:
+        """The tools these roles may use; a ``bundle`` that does not exist selects nothing."""
+        held = frozenset(roles)
+        bundles = self.settings.bundles
+        chosen = [b for b in bundles if b.name == bundle] if bundle is not None else None
+        tools = [tool for tool, _ in self._index.values() if visible_to(tool, held, bundles)]
+        if chosen is not None:
+            tools = [tool for tool in tools if any(in_bundle(tool, b) for b in chosen)]
+        return tools
+
+    def get(self, name: str) -> StandardizedTool | None:
+        entry = self._index.get(name)
+        return entry[0] if entry else None
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], timeout: float | None = None
+    ) -> ToolResult:
+        entry = self._index.get(name)
+        if entry is None:
+            return error_result(f"unknown tool `{name}`")
+        tool, server = entry
+        problems = argument_problems(tool.parameters, arguments)
+        if problems:
+            return error_result(f"invalid arguments for `{name}`: " + "; ".join(problems))
+        limit = timeout or server.policy.call_timeout or self.settings.call_timeout
+        try:
+            result = await server.call(tool.original_name, arguments, limit)
+        except Exception as exc:  # a failing tool must never end the chat that called it
+            log.exception("tool_call_failed", tool=name, server=tool.server)
+            result = error_result(f"the tool failed: {type(exc).__name__}")
+        return truncate(result, self.settings.max_result_chars)
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Wait until ``predicate()`` holds after some catalog change; False on timeout."""
+        try:
+            async with asyncio.timeout(timeout):
+                while not predicate():
+                    await self._change.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    def _rebuild(self) -> None:
+        served = [ServedTools(s.name, s.policy, s.tools) for s in self._servers.values()]
+        tools = build_index(served, self.settings.always_namespace)
+        self._index = {name: (tool, self._servers[tool.server]) for name, tool in tools.items()}
+        change, self._change = self._change, asyncio.Event()
+        change.set()

@@ -1,0 +1,84 @@
+"""Configuration of tool servers and of the catalog, as they appear under ``mcp_servers:``."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Transport = Literal["stdio", "streamable_http", "sse", "http_manifest"]
+_SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
+
+
+class ToolOverride(BaseModel):
+    """Per-tool settings that win over the server's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    roles: list[str] | None = None
+    requires_approval: bool | None = None
+    auto_approved: bool | None = None
+    enabled: bool = True
+
+
+class MCPServerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    transport: Transport
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers_env: dict[str, str] = Field(
+        default_factory=dict,
+        description="HTTP header name -> environment variable holding its value",
+    )
+    roles: list[str] = Field(default_factory=list)
+    tools: dict[str, ToolOverride] = Field(default_factory=dict)
+    requires_approval: bool = False
+    trusted: bool = Field(False, description="reserved: an admin vouches for this server")
+    max_concurrency: int = Field(4, gt=0)
+    call_timeout: float | None = Field(None, gt=0, description="default per-call timeout, seconds")
+
+    @model_validator(mode="after")
+    def _transport_needs(self) -> MCPServerConfig:
+        if not _SERVER_NAME.match(self.name):
+            raise ValueError("name must be 1-48 letters, digits, `_` or `-`")
+        if "__" in self.name:
+            raise ValueError("name must not contain `__` (it separates server and tool)")
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("a stdio server needs `command`")
+        if self.transport != "stdio" and not self.url:
+            raise ValueError(f"a {self.transport} server needs `url`")
+        return self
+
+
+class BundleConfig(BaseModel):
+    """A named set of tools across servers, granted to roles or chosen per request."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    tools: list[str] = Field(
+        default_factory=list, description="catalog names, `server__tool`, or `server__*`"
+    )
+    categories: list[str] = Field(default_factory=list)
+    roles: list[str] = Field(
+        default_factory=list, description="roles limited to this bundle (a union if several)"
+    )
+
+
+class CatalogSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    always_namespace: bool = False
+    discovery_timeout: float = Field(10.0, gt=0)
+    call_timeout: float = Field(60.0, gt=0)
+    max_result_chars: int = Field(32_000, gt=100)
+    refresh_interval: float = Field(300.0, gt=0)
+    retry_initial: float = Field(1.0, gt=0)
+    retry_max: float = Field(60.0, gt=0)
+    bundles: list[BundleConfig] = Field(default_factory=list)

@@ -1,0 +1,119 @@
+"""Legacy REST tool servers (seed 004): ``GET /tools`` lists tools; each call is a plain request.
+
+A tool names its own ``endpoint`` and ``method``; one that does not is called by convention at
+``POST /<tool-name-with-dashes>``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from mcp_client.backend import BackendUnavailable, RemoteTool
+from mcp_client.config import MCPServerConfig
+from mcp_client.results import error_result
+from mcp_client.transports.headers import resolve_headers
+from mcp_client.types import ToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    method: str
+    path: str
+
+
+class HTTPManifestBackend:
+    def __init__(self, config: MCPServerConfig, environ: Mapping[str, str]) -> None:
+        assert config.url is not None  # the config validator requires it
+        self._config = config
+        self._environ = environ
+        self._base_url = config.url.rstrip("/")
+        self._client: httpx.AsyncClient | None = None
+        self._routes: dict[str, _Route] = {}
+        self._broken = False
+
+    @property
+    def broken(self) -> bool:
+        return self._broken
+
+    async def connect(self) -> None:
+        headers = resolve_headers(self._config, self._environ)
+        self._client = httpx.AsyncClient(base_url=self._base_url, headers=headers)
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            raise BackendUnavailable("not connected")
+        return self._client
+
+    async def list_tools(self) -> list[RemoteTool]:
+        try:
+            response = await self._http().get("/tools")
+            response.raise_for_status()
+            manifest = response.json()
+        except httpx.HTTPStatusError as exc:
+            raise BackendUnavailable(f"GET /tools answered {exc.response.status_code}") from exc
+        except httpx.HTTPError as exc:
+            raise BackendUnavailable(f"GET /tools failed: {type(exc).__name__}") from exc
+        except ValueError as exc:
+            raise BackendUnavailable("GET /tools did not return JSON") from exc
+        entries = manifest.get("tools") if isinstance(manifest, dict) else None
+        if not isinstance(entries, list):
+            raise BackendUnavailable("GET /tools did not return an object with a `tools` list")
+        tools = [_manifest_tool(entry) for entry in entries if isinstance(entry, dict)]
+        self._routes = {
+            tool.name: _route(entry) for tool, entry in zip(tools, entries, strict=True)
+        }
+        return tools
+
+    async def call(self, name: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
+        route = self._routes.get(name, _Route("POST", "/" + name.replace("_", "-")))
+        try:
+            if route.method == "GET":
+                response = await self._http().get(route.path, params=arguments, timeout=timeout)
+            else:
+                response = await self._http().request(
+                    route.method, route.path, json=arguments, timeout=timeout
+                )
+        except BackendUnavailable as exc:
+            return error_result(f"tool server unavailable: {exc}")
+        except httpx.TimeoutException:
+            return error_result(f"the tool did not answer within {timeout:g} s")
+        except httpx.HTTPError as exc:
+            return error_result(f"the tool server could not be reached: {type(exc).__name__}")
+        return _result(response)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+def _manifest_tool(entry: dict[str, Any]) -> RemoteTool:
+    schema = entry.get("inputSchema") or entry.get("parameters") or {"type": "object"}
+    return RemoteTool(
+        name=str(entry.get("name", "")),
+        description=str(entry.get("description") or ""),
+        input_schema=schema if isinstance(schema, dict) else {"type": "object"},
+    )
+
+
+def _route(entry: dict[str, Any]) -> _Route:
+    name = str(entry.get("name", ""))
+    path = entry.get("endpoint") or "/" + name.replace("_", "-")
+    method = str(entry.get("method") or "POST").upper()
+    return _Route(method, path if path.startswith("/") else "/" + path)
+
+
+def _result(response: httpx.Response) -> ToolResult:
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = None
+    text = response.text if body is None else json.dumps(body, ensure_ascii=False)
+    if response.is_error:
+        return error_result(f"the tool server answered {response.status_code}: {text}")
+    return ToolResult(content=text, structured=body if isinstance(body, dict) else None)

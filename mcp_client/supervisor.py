@@ -1,0 +1,191 @@
+"""Keeping one tool server connected: first discovery, retry with backoff, refresh, restart."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import structlog
+
+from mcp_client.backend import BackendFactory, BackendUnavailable, RemoteTool, ToolBackend
+from mcp_client.config import CatalogSettings, ToolOverride
+from mcp_client.results import error_result
+from mcp_client.session_backend import describe_failure
+from mcp_client.types import ToolResult
+
+log = structlog.get_logger("mcp_client.supervisor")
+ServerState = Literal["connecting", "ready", "degraded", "stopped"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerPolicy:
+    """Who may use a server's tools and how they are called, whatever the transport."""
+
+    roles: frozenset[str] = frozenset()
+    tools: dict[str, ToolOverride] = field(default_factory=dict)
+    requires_approval: bool = False
+    max_concurrency: int = 4
+    call_timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    state: ServerState
+    reason: str | None = None
+    tools: int = 0
+    transport: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "reason": self.reason,
+            "tools": self.tools,
+            "transport": self.transport,
+        }
+
+
+class ServerSupervisor:
+    def __init__(
+        self,
+        name: str,
+        *,
+        transport: str,
+        policy: ServerPolicy,
+        factory: BackendFactory,
+        settings: CatalogSettings,
+        on_tools: Callable[[], None],
+    ) -> None:
+        self.name = name
+        self.policy = policy
+        self.tools: list[RemoteTool] = []
+        self.status = ServerStatus("connecting", transport=transport)
+        self._transport = transport
+        self._factory = factory
+        self._settings = settings
+        self._on_tools = on_tools
+        self._backend: ToolBackend | None = None
+        self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._limit = asyncio.Semaphore(policy.max_concurrency)
+        self._task: asyncio.Task[None] | None = None
+
+    async def connect_once(self) -> bool:
+        """Connect and list tools within the discovery timeout; on failure, degrade and say why."""
+        await self._drop_backend()
+        backend = self._factory(self._wake.set)
+        try:
+            async with asyncio.timeout(self._settings.discovery_timeout):
+                await backend.connect()
+                tools = await backend.list_tools()
+        except TimeoutError:
+            reason = f"no answer within {self._settings.discovery_timeout:g} s"
+        except BackendUnavailable as exc:
+            reason = str(exc)
+        except Exception as exc:  # any transport failure degrades this server, never the gateway
+            reason = describe_failure(exc)
+        else:
+            self._backend = backend
+            self._publish(tools, ServerStatus("ready", tools=len(tools), transport=self._transport))
+            log.info("mcp_server_ready", server=self.name, tools=len(tools))
+            return True
+        await _close_quietly(backend)
+        self._publish([], ServerStatus("degraded", reason, transport=self._transport))
+        log.warning("mcp_server_degraded", server=self.name, reason=reason)
+        return False
+
+    def start_background(self) -> None:
+        self._task = asyncio.create_task(self._keep_current(), name=f"mcp-server-{self.name}")
+
+    async def _keep_current(self) -> None:
+        delay = self._settings.retry_initial
+        while not self._stopping.is_set():
+            backend = self._backend
+            if backend is None or backend.broken:
+                if backend is not None:
+                    log.warning("mcp_server_restarting", server=self.name)
+                if not await self.connect_once():
+                    await self._pause(delay)
+                    delay = min(delay * 2, self._settings.retry_max)
+                    continue
+                delay = self._settings.retry_initial
+            await self._pause(self._settings.refresh_interval)
+            await self._refresh()
+
+    async def _pause(self, seconds: float) -> None:
+        """Until ``seconds`` pass, the server says its tools changed or died, or we stop."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._wake.wait()
+        self._wake.clear()
+
+    async def _refresh(self) -> None:
+        backend = self._backend
+        if backend is None or self._stopping.is_set() or backend.broken:
+            return
+        try:
+            async with asyncio.timeout(self._settings.discovery_timeout):
+                tools = await backend.list_tools()
+        except TimeoutError:
+            reason = f"tools/list gave no answer within {self._settings.discovery_timeout:g} s"
+        except BackendUnavailable as exc:
+            reason = str(exc)
+        except Exception as exc:  # e.g. a malformed tool list: degrade, reconnect, keep running
+            reason = describe_failure(exc)
+        else:
+            self._publish(tools, ServerStatus("ready", tools=len(tools), transport=self._transport))
+            return
+        log.warning("mcp_server_refresh_failed", server=self.name, reason=reason)
+        self._publish([], ServerStatus("degraded", reason, transport=self._transport))
+        await self._drop_backend()
+
+    def _publish(self, tools: list[RemoteTool], status: ServerStatus) -> None:
+        self.tools = tools
+        self.status = status
+        self._on_tools()
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
+        backend = self._backend
+        if backend is None or backend.broken:
+            return error_result(f"tool server `{self.name}` is unavailable: {self.status.reason}")
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            async with asyncio.timeout(timeout):
+                await self._limit.acquire()
+        except TimeoutError:
+            return error_result(f"tool server `{self.name}` is busy; try again later")
+        remaining = max(timeout - (loop.time() - started), 0.001)
+        try:
+            result = await backend.call(tool, arguments, remaining)
+        finally:
+            self._limit.release()
+        if backend.broken:
+            self._publish(
+                [], ServerStatus("degraded", "connection lost", transport=self._transport)
+            )
+            self._wake.set()
+        return result
+
+    async def _drop_backend(self) -> None:
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            await _close_quietly(backend)
+
+    async def aclose(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self._drop_backend()
+        self.status = ServerStatus("stopped", transport=self._transport)
+
+
+async def _close_quietly(backend: ToolBackend) -> None:
+    try:
+        await backend.aclose()
+    except Exception as exc:  # closing a dead connection may fail; it is gone either way
+        log.debug("mcp_backend_close_failed", error=type(exc).__name__)

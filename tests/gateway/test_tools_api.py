@@ -1,0 +1,95 @@
+"""``GET /v1/tools`` and tool servers in ``/readyz``, through a real gateway."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.support.gateway import RunningGateway, running_gateway
+from tests.support.mcp_servers import demo_server
+from tests.support.servers import serve
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway]:
+    database_url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('db') / 'gateway.db'}"
+    demo = demo_server("docs")
+    with (
+        serve(demo.server.streamable_http_app()) as docs_url,
+        running_gateway(
+            database_url,
+            environ={"DOCS_TOKEN": "secret-token"},
+            mcp_servers=[
+                {
+                    "name": "docs",
+                    "transport": "streamable_http",
+                    "url": f"{docs_url}/mcp",
+                    "headers_env": {"Authorization": "DOCS_TOKEN"},
+                    "roles": ["user", "admin"],
+                    "tools": {"fail": {"roles": ["admin"]}, "hang": {"enabled": False}},
+                },
+                {
+                    "name": "gone",
+                    "transport": "http_manifest",
+                    "url": "http://127.0.0.1:9",
+                    "roles": ["user"],
+                },
+            ],
+            tool_catalog={
+                "discovery_timeout": 5,
+                "bundles": [{"name": "talk", "tools": ["echo"]}],
+            },
+        ) as gateway,
+    ):
+        yield gateway
+
+
+def _get(gateway: RunningGateway, path: str, key: str | None = None) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.get(f"{gateway.url}{path}", headers=headers, timeout=30)
+
+
+def test_tools_are_listed_for_the_keys_roles(gateway: RunningGateway) -> None:
+    user = gateway.create_key("user", ["user"])
+    admin = gateway.create_key("admin", ["admin"])
+    user_tools = {t["name"]: t for t in _get(gateway, "/v1/tools", user).json()["data"]}
+    assert set(user_tools) == {"echo", "huge", "mixed", "grow"}
+    assert user_tools["echo"]["parameters"]["required"] == ["text"]
+    assert user_tools["echo"]["server"] == "docs"
+    assert len(user_tools["echo"]["definition_hash"]) == 64
+    admin_names = {t["name"] for t in _get(gateway, "/v1/tools", admin).json()["data"]}
+    assert "fail" in admin_names
+    nobody = gateway.create_key("nobody", ["analyst"])
+    assert _get(gateway, "/v1/tools", nobody).json()["data"] == []
+
+
+def test_a_bundle_narrows_the_list_and_an_unknown_one_is_refused(gateway: RunningGateway) -> None:
+    user = gateway.create_key("user", ["user"])
+    talk = _get(gateway, "/v1/tools?bundle=talk", user).json()["data"]
+    assert [t["name"] for t in talk] == ["echo"]
+    unknown = _get(gateway, "/v1/tools?bundle=nope", user)
+    assert unknown.status_code == 400
+    assert unknown.json()["error"]["param"] == "bundle"
+
+
+def test_listing_tools_needs_a_key(gateway: RunningGateway) -> None:
+    assert _get(gateway, "/v1/tools").status_code == 401
+
+
+def test_readyz_reports_each_tool_server(gateway: RunningGateway) -> None:
+    response = _get(gateway, "/readyz")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "degraded"
+    servers = body["tool_servers"]
+    assert servers["docs"] == {
+        "state": "ready",
+        "reason": None,
+        "tools": 6,
+        "transport": "streamable_http",
+    }
+    assert servers["gone"]["state"] == "degraded"
+    assert servers["gone"]["reason"].startswith("GET /tools failed")
+    assert "secret-token" not in response.text

@@ -1,0 +1,47 @@
+"""Server configuration is validated with messages that name the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from gateway.settings import ConfigError, load_settings
+from mcp_client.config import MCPServerConfig
+
+SHIPPED = Path(__file__).parents[2] / "config" / "gateway.yaml"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"transport": "stdio"}, "a stdio server needs `command`"),
+        ({"transport": "sse"}, "a sse server needs `url`"),
+        ({"transport": "stdio", "command": "x", "name": "a__b"}, "must not contain `__`"),
+        ({"transport": "carrier-pigeon", "command": "x"}, "Input should be 'stdio'"),
+        ({"transport": "stdio", "command": "x", "tools": {"t": {"rolez": []}}}, "rolez"),
+    ],
+)
+def test_bad_server_configs_are_refused(fields: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        MCPServerConfig.model_validate({"name": "srv", **fields})
+
+
+def test_duplicate_server_names_are_refused(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "mcp_servers:\n"
+        "  - {name: t, transport: stdio, command: a}\n"
+        "  - {name: t, transport: stdio, command: b}\n"
+    )
+    with pytest.raises(ConfigError, match="MCP server name `t` appears twice"):
+        load_settings(config)
+
+
+def test_the_shipped_config_connects_mcp_server_time() -> None:
+    settings = load_settings(SHIPPED)
+    (time,) = settings.mcp_servers
+    assert (time.name, time.transport, time.command) == ("time", "stdio", "mcp-server-time")
+    assert time.roles == ["user", "admin"]
+    assert time.tools["convert_time"].requires_approval is True

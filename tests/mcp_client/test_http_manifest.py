@@ -1,0 +1,71 @@
+"""Legacy REST tool servers (seed 004) over a real HTTP server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from mcp_client import CatalogSettings, MCPServerConfig, MCPToolCatalog
+from tests.support.mcp_servers import manifest_app
+from tests.support.servers import serve
+
+
+@pytest.fixture
+def seen_headers() -> list[dict[str, str]]:
+    return []
+
+
+@pytest.fixture
+def manifest_url(seen_headers: list[dict[str, str]]) -> Iterator[str]:
+    with serve(manifest_app(seen_headers)) as url:
+        yield url
+
+
+@pytest.fixture
+async def catalog(manifest_url: str) -> AsyncIterator[MCPToolCatalog]:
+    config = MCPServerConfig(
+        name="travel",
+        transport="http_manifest",
+        url=manifest_url,
+        headers_env={"Authorization": "TRAVEL_TOKEN"},
+        roles=["user"],
+    )
+    catalog = MCPToolCatalog.from_config(
+        [config], CatalogSettings(), {"TRAVEL_TOKEN": "Bearer s3cret"}
+    )
+    await catalog.start()
+    try:
+        yield catalog
+    finally:
+        await catalog.aclose()
+
+
+async def test_manifest_tools_are_discovered_with_their_schemas(
+    catalog: MCPToolCatalog, seen_headers: list[dict[str, str]]
+) -> None:
+    names = {tool.name for tool in catalog.get_tools_for_llm(["user"])}
+    assert names == {"get_weather", "city_time", "status", "broken"}
+    weather = catalog.get("get_weather")
+    assert weather is not None
+    assert weather.parameters["required"] == ["city"]
+    assert seen_headers[0]["authorization"] == "Bearer s3cret"
+
+
+async def test_calls_follow_the_manifest_endpoint_or_the_dashed_convention(
+    catalog: MCPToolCatalog,
+) -> None:
+    weather = await catalog.call_tool("get_weather", {"city": "Oslo"})
+    assert weather.structured == {"city": "Oslo", "forecast": "sunny"}
+    city_time = await catalog.call_tool("city_time", {"city": "Oslo"})
+    assert city_time.structured == {"city": "Oslo", "time": "12:00"}
+    status = await catalog.call_tool("status", {"verbose": "yes"})
+    assert status.content == "ok verbose=yes"
+
+
+async def test_http_errors_and_bad_arguments_are_error_results(catalog: MCPToolCatalog) -> None:
+    broken = await catalog.call_tool("broken", {})
+    assert broken.is_error
+    assert "500" in broken.content
+    missing_city = await catalog.call_tool("get_weather", {})
+    assert missing_city.is_error
