@@ -9,10 +9,12 @@ from fastapi import FastAPI
 
 from gateway import health
 from gateway.errors import install_error_handlers
+from gateway.metrics import GatewayMetrics, metrics_endpoint
 from gateway.middleware import BodySizeLimitMiddleware, RequestContextMiddleware
 from gateway.openai_api import routes as openai_routes
 from gateway.services import Services
 from gateway.settings import Settings
+from gateway.shutdown import Drain, DrainMiddleware
 from llm_service.providers import ADAPTER_FACTORIES
 from llm_service.registry import AdapterFactory
 
@@ -37,7 +39,14 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(openai_routes.router)
+    # Owned by this app (not prometheus_client's global registry), so apps never collide.
+    app.state.metrics = metrics = GatewayMetrics()
+    app.state.drain = drain = Drain(settings.shutdown_drain_seconds)
+    metrics.in_flight.set_function(lambda: drain.in_flight)
+    metrics.draining.set_function(lambda: float(drain.draining))
+    app.add_route("/metrics", metrics_endpoint, include_in_schema=False)
     # Outermost last: the context exists before the size check can refuse.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
-    app.add_middleware(RequestContextMiddleware)
+    app.add_middleware(DrainMiddleware, drain=drain)
+    app.add_middleware(RequestContextMiddleware, metrics=metrics)
     return app

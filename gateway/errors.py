@@ -48,7 +48,7 @@ def gateway_error_body(exc: GatewayError) -> dict[str, Any]:
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayError)
-    request_context(request).error_type = exc.error_type
+    request_context(request).fail(exc)
     headers: dict[str, str] = {}
     retry_after = getattr(exc, "retry_after", None)
     if retry_after is not None:
