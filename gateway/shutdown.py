@@ -99,6 +99,9 @@ class DrainMiddleware:
         expired = asyncio.ensure_future(self.drain.expired.wait())
         try:
             await asyncio.wait({task, expired}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()  # never leave the request running behind a cancelled server
+            raise
         finally:
             expired.cancel()
         if task.done():
