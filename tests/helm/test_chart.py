@@ -19,6 +19,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from gateway.settings import load_settings
+
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "helm" / "llm-gateway"
 PRODUCTION = CHART / "values-production.yaml"
@@ -196,3 +198,20 @@ def test_checkov_passes_on_the_rendered_manifests(tmp_path: Path) -> None:
     assert failed == []
     assert result.returncode == 0, result.stderr[-2000:]
     assert report["summary"]["passed"] > 100
+
+
+@pytest.mark.parametrize("values_name", ["default", "production"])
+def test_the_config_map_is_a_valid_gateway_config(values_name: str, tmp_path: Path) -> None:
+    objects = by_kind(_values(values_name))
+    path = tmp_path / "gateway.yaml"
+    path.write_text(objects["ConfigMap"]["data"]["gateway.yaml"])
+    settings = load_settings(path)  # raises ConfigError naming any bad key
+    assert settings.models
+
+
+def test_extra_env_is_rendered_after_the_secret_refs() -> None:
+    values = {"extraEnv": [{"name": "GATEWAY_DATABASE_POOL__SIZE", "value": "20"}]}
+    deployment = by_kind(values)["Deployment"]
+    kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
+    env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env[-1] == {"name": "GATEWAY_DATABASE_POOL__SIZE", "value": "20"}
