@@ -152,7 +152,7 @@ def test_sigterm_drains_then_cuts_off_streams(tmp_path: Path) -> None:
         model = {"name": "gpt", "provider": "openai", "base_url": f"{upstream_url}/v1"}
         settings = {
             "database_url": database_url,
-            "shutdown_drain_seconds": 3,
+            "shutdown_drain_seconds": 4,
             "models": [{**model, "api_key_env": "UP_KEY"}],
         }
         config.write_text(yaml.safe_dump(settings))
