@@ -9,7 +9,10 @@ CONFIG ?= config/gateway.yaml
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run migrate test lint typecheck pytest clean
+CHECKOV_ENV := $(TOOLS)/checkov
+CHECKOV_LOCK := tools/checkov/requirements.txt
+
+.PHONY: install run migrate test lint typecheck pytest checkov clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -21,6 +24,16 @@ $(VENV)/.installed: uv.lock pyproject.toml | $(UV)
 	touch $@
 
 install: $(VENV)/.installed
+
+# checkov's pins conflict with ours (importlib-metadata), so it gets its own environment, built
+# from a hash-locked requirements file. Regenerate the lock with:
+#   $(UV) pip compile tools/checkov/requirements.in --python-version 3.11 --generate-hashes -o $(CHECKOV_LOCK)
+$(CHECKOV_ENV)/.installed: $(CHECKOV_LOCK) | $(UV)
+	$(UV) venv --quiet --allow-existing --python $(PYTHON) $(CHECKOV_ENV)
+	VIRTUAL_ENV=$(CHECKOV_ENV) $(UV) pip sync --quiet --require-hashes $(CHECKOV_LOCK)
+	touch $@
+
+checkov: $(CHECKOV_ENV)/.installed
 
 migrate: install
 	$(BIN)/llm-gateway migrate --config $(CONFIG)
@@ -35,7 +48,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-pytest: install
+pytest: install checkov
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest

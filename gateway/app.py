@@ -10,10 +10,12 @@ from fastapi import FastAPI
 from gateway import approvals_api, conversations_api, health, tools_api
 from gateway.anthropic_api import routes as anthropic_routes
 from gateway.errors import install_error_handlers
+from gateway.metrics import GatewayMetrics, metrics_endpoint
 from gateway.middleware import BodySizeLimitMiddleware, RequestContextMiddleware
 from gateway.openai_api import routes as openai_routes
 from gateway.services import Services
 from gateway.settings import Settings
+from gateway.shutdown import Drain, DrainMiddleware
 from llm_service.providers import ADAPTER_FACTORIES
 from llm_service.registry import AdapterFactory
 from mcp_client.types import ToolCatalog
@@ -44,7 +46,14 @@ def create_app(
     app.include_router(approvals_api.router)
     app.include_router(anthropic_routes.router)
     app.include_router(tools_api.router)
+    # Owned by this app (not prometheus_client's global registry), so apps never collide.
+    app.state.metrics = metrics = GatewayMetrics()
+    app.state.drain = drain = Drain(settings.shutdown_drain_seconds)
+    metrics.in_flight.set_function(lambda: drain.in_flight)
+    metrics.draining.set_function(lambda: float(drain.draining))
+    app.add_route("/metrics", metrics_endpoint, include_in_schema=False)
     # Outermost last: the context exists before the size check can refuse.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
-    app.add_middleware(RequestContextMiddleware)
+    app.add_middleware(DrainMiddleware, drain=drain)
+    app.add_middleware(RequestContextMiddleware, metrics=metrics)
     return app

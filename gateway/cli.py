@@ -73,22 +73,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(settings: Settings, host: str, port: int) -> int:
-    import uvicorn
-
     from gateway.app import create_app
     from gateway.logging import configure_logging
+    from gateway.server import serve
 
     configure_logging(settings.log_level)
     app = create_app(settings, os.environ)
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        loop="uvloop",
-        http="httptools",
-        access_log=False,  # the gateway logs one structured line per request itself
-        log_config=None,
-    )
+    serve(app, app.state.drain, host, port)
     return 0
 
 

@@ -7,6 +7,7 @@ from time import perf_counter
 
 from starlette.requests import Request
 
+from llm_service.errors import GatewayError, UpstreamError
 from llm_service.types import Usage
 
 
@@ -20,6 +21,12 @@ class RequestContext:
     provider: str | None = None
     usage: Usage | None = None
     error_type: str | None = None
+    upstream_error: str | None = None  # the typed upstream failure, for metrics
+
+    def fail(self, exc: GatewayError) -> None:
+        self.error_type = exc.error_type
+        if isinstance(exc, UpstreamError):
+            self.upstream_error = type(exc).__name__
 
 
 def request_context(request: Request) -> RequestContext:

@@ -85,7 +85,7 @@ def _shaped_response(
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayError)
-    request_context(request).error_type = exc.error_type
+    request_context(request).fail(exc)
     headers: dict[str, str] = {}
     retry_after = getattr(exc, "retry_after", None)
     if retry_after is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.responses import Response
@@ -21,8 +21,11 @@ async def healthz() -> Response:
 
 
 @router.get("/readyz")
-async def readyz(services: ServicesDep) -> Response:
+async def readyz(request: Request, services: ServicesDep) -> Response:
     """Ready when the database answers at the expected schema; models are reported, not required."""
+    if request.app.state.drain.draining:
+        # Fail at once on SIGTERM so the load balancer stops sending before the drain ends.
+        return json_response({"status": "draining", "problems": ["shutting down"]}, 503)
     problems: list[str] = []
     revision: str | None = None
     try:

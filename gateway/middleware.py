@@ -11,6 +11,7 @@ import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.context import RequestContext
+from gateway.metrics import GatewayMetrics
 from gateway.usage import UsageEntry
 
 log = structlog.get_logger("gateway.access")
@@ -18,8 +19,9 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 
 
 class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, metrics: GatewayMetrics | None = None) -> None:
         self.app = app
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -42,6 +44,8 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send_with_id)
         finally:
             _finish(scope, context, status)
+            if self.metrics is not None:
+                _observe(self.metrics, scope, context, status)
 
 
 def _request_id(scope: Scope) -> str:
@@ -90,6 +94,17 @@ def _finish(scope: Scope, context: RequestContext, status: int) -> None:
             error_type=context.error_type,
         )
     )
+
+
+def _observe(metrics: GatewayMetrics, scope: Scope, context: RequestContext, status: int) -> None:
+    # The route template (not the raw path) keeps label values bounded.
+    route = getattr(scope.get("route"), "path", "unmatched")
+    seconds = perf_counter() - context.started
+    metrics.observe_request(route, context.model, context.provider, status, seconds)
+    if context.model is not None and context.usage is not None:
+        metrics.observe_usage(context.model, context.provider, context.usage)
+    if context.upstream_error is not None:
+        metrics.observe_upstream_error(context.model, context.provider, context.upstream_error)
 
 
 class BodySizeLimitMiddleware:

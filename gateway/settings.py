@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     )
     max_request_bytes: int = Field(4 * 1024 * 1024, gt=0)
     usage_flush_seconds: float = Field(1.0, gt=0)
+    shutdown_drain_seconds: float = Field(
+        25.0, gt=0, description="after SIGTERM, how long in-flight requests and streams may finish"
+    )
     models: list[ModelConfig] = Field(default_factory=list)
     mcp_servers: list[MCPServerConfig] = Field(default_factory=list)
     tool_catalog: CatalogSettings = Field(default_factory=CatalogSettings)

@@ -121,7 +121,7 @@ def _record_done(context: RequestContext, done: StreamDone) -> None:
 
 
 def _record_error(context: RequestContext, exc: GatewayError) -> None:
-    context.error_type = exc.error_type
+    context.fail(exc)
 
 
 def _model_json(name: str, provider: str) -> dict[str, Any]:

@@ -1,0 +1,124 @@
+"""Prometheus metrics in a registry the app owns, so two apps (or two tests) never collide."""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from starlette.requests import Request
+from starlette.responses import Response
+
+from llm_service.types import Usage
+
+# Model calls run from milliseconds (mock, cache) to minutes (long generations).
+_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+_DECISION_BUCKETS = (1, 5, 15, 30, 60, 300, 900, 3600, 14400, 86400)
+
+
+class GatewayMetrics:
+    """Every metric the gateway exports. Label values are bounded: routes are templates."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        labels = ("route", "model", "provider", "status")
+        self.requests = Counter(
+            "llm_gateway_requests",
+            "Requests by route template, model, provider and HTTP status.",
+            labels,
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "llm_gateway_request_duration_seconds",
+            "Request latency, until the last byte of the response (streams included).",
+            labels,
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.tokens = Counter(
+            "llm_gateway_tokens",
+            "Tokens by model, provider and kind (prompt or completion).",
+            ("model", "provider", "kind"),
+            registry=self.registry,
+        )
+        self.upstream_errors = Counter(
+            "llm_gateway_upstream_errors",
+            "Upstream failures by model, provider and typed error.",
+            ("model", "provider", "error"),
+            registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            "llm_gateway_requests_in_flight",
+            "Requests being served (streams until their last event).",
+            registry=self.registry,
+        )
+        self.draining = Gauge(
+            "llm_gateway_draining",
+            "1 while the process drains after SIGTERM.",
+            registry=self.registry,
+        )
+        # Hooks for the tool loop: defined here so dashboards and alerts exist before it does.
+        self.tool_calls = Counter(
+            "llm_gateway_tool_calls",
+            "Tool-call state transitions by tool and the state entered.",
+            ("tool", "state"),
+            registry=self.registry,
+        )
+        self.approvals_pending = Gauge(
+            "llm_gateway_approvals_pending",
+            "Tool calls waiting for a human decision.",
+            registry=self.registry,
+        )
+        self.approval_decision = Histogram(
+            "llm_gateway_approval_decision_seconds",
+            "Time from a call awaiting approval to its decision.",
+            ("decision",),
+            buckets=_DECISION_BUCKETS,
+            registry=self.registry,
+        )
+        self.mcp_server_up = Gauge(
+            "llm_gateway_mcp_server_up",
+            "1 when the MCP server is connected and its tools are listed, else 0.",
+            ("server",),
+            registry=self.registry,
+        )
+
+    def observe_request(
+        self,
+        route: str,
+        model: str | None,
+        provider: str | None,
+        status: int,
+        seconds: float,
+    ) -> None:
+        labels = (route, model or "", provider or "", str(status))
+        self.requests.labels(*labels).inc()
+        self.latency.labels(*labels).observe(seconds)
+
+    def observe_usage(self, model: str, provider: str | None, usage: Usage) -> None:
+        self.tokens.labels(model, provider or "", "prompt").inc(usage.prompt_tokens)
+        self.tokens.labels(model, provider or "", "completion").inc(usage.completion_tokens)
+
+    def observe_upstream_error(self, model: str | None, provider: str | None, error: str) -> None:
+        self.upstream_errors.labels(model or "", provider or "", error).inc()
+
+    def observe_tool_call(self, tool: str, state: str) -> None:
+        self.tool_calls.labels(tool, state).inc()
+
+    def observe_approval_decision(self, decision: str, seconds: float) -> None:
+        self.approval_decision.labels(decision).observe(seconds)
+
+    def set_mcp_server_up(self, server: str, up: bool) -> None:
+        self.mcp_server_up.labels(server).set(1 if up else 0)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    metrics: GatewayMetrics = request.app.state.metrics
+    return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,89 @@
+"""/metrics exports requests, latency, tokens and upstream errors from the app's own registry."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from gateway.app import create_app
+from gateway.metrics import GatewayMetrics
+from tests.support.fake_openai import FakeOpenAI, FakeReply
+from tests.support.gateway import running_gateway, settings_for
+
+
+def _samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def _labels(**labels: str) -> frozenset[tuple[str, str]]:
+    return frozenset(labels.items())
+
+
+def test_requests_tokens_and_upstream_errors_are_counted(
+    sqlite_url: str, fake_openai: tuple[FakeOpenAI, str]
+) -> None:
+    fake, fake_url = fake_openai
+    fake.queue(FakeReply(text="hi", prompt_tokens=11, completion_tokens=7), FakeReply(status=500))
+    models = [
+        {"name": "gpt", "provider": "openai", "base_url": fake_url, "api_key_env": "UP_KEY"},
+    ]
+    with running_gateway(sqlite_url, environ={"UP_KEY": "sk-test"}, models=models) as gateway:
+        key = gateway.create_key("metrics", ["user"])
+        sdk = openai.OpenAI(base_url=gateway.v1, api_key=key, max_retries=0)
+        messages: list[openai.types.chat.ChatCompletionMessageParam] = [
+            {"role": "user", "content": "x"}
+        ]
+        sdk.chat.completions.create(model="gpt", messages=messages)
+        with pytest.raises(openai.APIStatusError):
+            sdk.chat.completions.create(model="gpt", messages=messages)
+        response = httpx.get(f"{gateway.url}/metrics")
+
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    samples = _samples(response.text)
+    route = "/v1/chat/completions"
+    ok = _labels(route=route, model="gpt", provider="openai", status="200")
+    failed = _labels(route=route, model="gpt", provider="openai", status="502")
+    assert samples[("llm_gateway_requests_total", ok)] == 1
+    assert samples[("llm_gateway_requests_total", failed)] == 1
+    assert samples[("llm_gateway_request_duration_seconds_count", ok)] == 1
+    assert (
+        samples[
+            ("llm_gateway_tokens_total", _labels(model="gpt", provider="openai", kind="prompt"))
+        ]
+        == 11
+    )
+    completion = _labels(model="gpt", provider="openai", kind="completion")
+    assert samples[("llm_gateway_tokens_total", completion)] == 7
+    error = _labels(model="gpt", provider="openai", error="UpstreamServerError")
+    assert samples[("llm_gateway_upstream_errors_total", error)] == 1
+    # Tool-loop metrics are exported (empty) before the loop records anything.
+    names = {family.name for family in text_string_to_metric_families(response.text)}
+    assert {"llm_gateway_approvals_pending", "llm_gateway_requests_in_flight"} <= names
+
+
+def test_unmatched_paths_share_one_label_value(sqlite_url: str) -> None:
+    with running_gateway(sqlite_url) as gateway:
+        for path in ("/nope/1", "/nope/2"):
+            assert httpx.get(f"{gateway.url}{path}").status_code == 404
+        text = httpx.get(f"{gateway.url}/metrics").text
+
+    unmatched = _labels(route="unmatched", model="", provider="", status="404")
+    assert _samples(text)[("llm_gateway_requests_total", unmatched)] == 2
+
+
+def test_each_app_owns_its_registry(sqlite_url: str) -> None:
+    first = create_app(settings_for(sqlite_url), {})
+    second = create_app(settings_for(sqlite_url), {})
+    first_metrics: GatewayMetrics = first.state.metrics
+    first_metrics.observe_tool_call("get_time", "succeeded")
+
+    second_metrics: GatewayMetrics = second.state.metrics
+    assert b'tool="get_time"' in first_metrics.exposition()
+    assert b'tool="get_time"' not in second_metrics.exposition()

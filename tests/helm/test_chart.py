@@ -1,0 +1,217 @@
+"""The chart renders, lints, validates against Kubernetes' schemas and passes checkov.
+
+Rendering and linting use Helm's own Go SDK (helm-python-sdk ships it as a native library, so no
+helm binary is needed). checkov lives in its own pinned tool environment (`make checkov`), because
+its pins conflict with ours.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import kubernetes_validate
+import pytest
+import yaml
+
+from gateway.settings import load_settings
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "helm" / "llm-gateway"
+PRODUCTION = CHART / "values-production.yaml"
+CHECKOV = REPO / ".tools" / "checkov" / "bin" / "checkov"
+KUBERNETES_VERSION = "1.37.0"
+NAMESPACE = "llm-gateway"
+# Custom resources have no schema in kubernetes-validate; they are checked by hand below.
+CUSTOM_KINDS = {"ServiceMonitor"}
+
+
+def _values(name: str) -> dict[str, Any]:
+    if name == "default":
+        return {}
+    loaded: dict[str, Any] = yaml.safe_load(PRODUCTION.read_text())
+    return loaded
+
+
+def render(values: dict[str, Any]) -> dict[str, str]:
+    with helm.Chart.load(CHART) as chart:
+        chart.validate_schema(values)
+        return chart.render(values, name="llm-gateway", namespace=NAMESPACE, is_install=True)
+
+
+def manifests(rendered: dict[str, str]) -> Iterator[dict[str, Any]]:
+    for path, text in rendered.items():
+        if path.endswith(".yaml"):
+            yield from (doc for doc in yaml.safe_load_all(text) if doc)
+
+
+def by_kind(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {doc["kind"]: doc for doc in manifests(render(values))}
+
+
+@pytest.mark.parametrize("values_name", ["default", "production"])
+def test_every_manifest_is_valid_kubernetes(values_name: str) -> None:
+    docs = list(manifests(render(_values(values_name))))
+    assert docs
+    for doc in docs:
+        if doc["kind"] in CUSTOM_KINDS:
+            continue
+        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+@pytest.mark.parametrize("values_name", ["default", "production"])
+def test_lint_finds_nothing_worse_than_info(values_name: str) -> None:
+    report = helm.lint(CHART, _values(values_name), strict=True, namespace=NAMESPACE)
+    assert report["errors"] == []
+    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+def test_default_values_render_the_expected_objects() -> None:
+    kinds = set(by_kind({}))
+    assert kinds == {
+        "ConfigMap",
+        "Deployment",
+        "HorizontalPodAutoscaler",
+        "Job",
+        "NetworkPolicy",
+        "PodDisruptionBudget",
+        "Service",
+        "ServiceAccount",
+    }
+
+
+def test_production_values_add_ingress_and_service_monitor_and_pin_the_digest() -> None:
+    objects = by_kind(_values("production"))
+    monitor = objects["ServiceMonitor"]
+    service = objects["Service"]
+    assert (
+        monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    )
+    assert monitor["spec"]["endpoints"][0] == {
+        "port": "http",
+        "path": "/metrics",
+        "interval": "15s",
+    }
+    assert objects["Ingress"]["spec"]["tls"][0]["secretName"] == "llm-gateway-tls"
+    container = objects["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    assert "@sha256:" in container["image"]
+
+
+def test_deployment_is_hardened_and_drains_within_the_grace_period() -> None:
+    objects = by_kind(_values("production"))
+    pod = objects["Deployment"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    security = container["securityContext"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["capabilities"]["drop"] == ["ALL"]
+    assert security["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    env = {e["name"]: e for e in container["env"]}
+    drain = int(env["GATEWAY_SHUTDOWN_DRAIN_SECONDS"]["value"])
+    pause = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+    assert pod["terminationGracePeriodSeconds"] > pause + drain
+    assert container["args"][:1] == ["serve"]
+    assert "0.0.0.0" in container["args"]
+
+
+def test_secrets_come_from_secret_refs_never_the_config_map() -> None:
+    objects = by_kind(_values("production"))
+    container = objects["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    refs = {
+        e["name"]: e["valueFrom"]["secretKeyRef"]["name"]
+        for e in container["env"]
+        if "valueFrom" in e
+    }
+    assert refs == {
+        "GATEWAY_DATABASE_URL": "llm-gateway-database",
+        "GATEWAY_ADMIN_KEY": "llm-gateway-admin",
+        "OPENAI_API_KEY": "llm-gateway-providers",
+        "ANTHROPIC_API_KEY": "llm-gateway-providers",
+    }
+    config = yaml.safe_load(objects["ConfigMap"]["data"]["gateway.yaml"])
+    assert "database_url" not in config
+    assert {m["api_key_env"] for m in config["models"] if "api_key_env" in m} <= set(refs)
+
+
+def test_migration_job_is_a_pre_install_and_pre_upgrade_hook() -> None:
+    job = by_kind({})["Job"]
+    annotations = job["metadata"]["annotations"]
+    assert annotations["helm.sh/hook"] == "pre-install,pre-upgrade"
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["migrate"]
+
+
+def test_schema_refuses_secrets_in_the_config_map() -> None:
+    with helm.Chart.load(CHART) as chart, pytest.raises(helm.HelmValuesError):
+        chart.validate_schema({"config": {"database_url": "postgresql://u:p@db/x"}})
+
+
+def test_a_grace_period_shorter_than_the_drain_is_refused() -> None:
+    values = {
+        "shutdown": {"drainSeconds": 60, "preStopSeconds": 5, "terminationGracePeriodSeconds": 30}
+    }
+    with pytest.raises(helm.HelmRenderError, match="terminationGracePeriodSeconds"):
+        render(values)
+
+
+def test_checkov_passes_on_the_rendered_manifests(tmp_path: Path) -> None:
+    if not CHECKOV.exists():
+        if os.environ.get("CI"):
+            pytest.fail("checkov is not installed: run `make checkov`")
+        pytest.skip("checkov is not installed here: `make test` installs it (`make checkov`)")
+    for name in ("default", "production"):
+        out = tmp_path / name
+        out.mkdir()
+        for doc in manifests(render(_values(name))):
+            kind, obj = doc["kind"].lower(), doc["metadata"]["name"]
+            (out / f"{kind}-{obj}.yaml").write_text(yaml.safe_dump(doc))
+    result = subprocess.run(
+        [
+            str(CHECKOV),
+            "--config-file",
+            str(CHART / "checkov.yaml"),
+            "-d",
+            str(tmp_path),
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "BC_SKIP_MAPPING": "TRUE"},
+        check=False,
+    )
+    report = json.loads(result.stdout)
+    failed = [
+        f"{c['check_id']} {c['resource']} {c['file_path']}"
+        for c in report["results"]["failed_checks"]
+    ]
+    assert failed == []
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert report["summary"]["passed"] > 100
+
+
+@pytest.mark.parametrize("values_name", ["default", "production"])
+def test_the_config_map_is_a_valid_gateway_config(values_name: str, tmp_path: Path) -> None:
+    objects = by_kind(_values(values_name))
+    path = tmp_path / "gateway.yaml"
+    path.write_text(objects["ConfigMap"]["data"]["gateway.yaml"])
+    settings = load_settings(path)  # raises ConfigError naming any bad key
+    assert settings.models
+
+
+def test_extra_env_is_rendered_after_the_secret_refs() -> None:
+    values = {"extraEnv": [{"name": "GATEWAY_DATABASE_POOL__SIZE", "value": "20"}]}
+    deployment = by_kind(values)["Deployment"]
+    kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
+    env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env[-1] == {"name": "GATEWAY_DATABASE_POOL__SIZE", "value": "20"}
