@@ -12,9 +12,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from db.engine import create_engine, session_factory
 from db.migrate import head_revision
 from gateway.keys import KeyStore
+from gateway.limits.counters import Counters, MemoryCounters, RedisCounters
+from gateway.limits.limiter import KeyLimiter
 from gateway.settings import Settings
 from gateway.usage import UsageRecorder
 from llm_service.registry import AdapterFactory, ModelRegistry
+from llm_service.router import Router
 
 log = structlog.get_logger("gateway.services")
 
@@ -28,6 +31,8 @@ class Services:
     registry: ModelRegistry
     usage: UsageRecorder
     head_revision: str | None
+    router: Router
+    limits: KeyLimiter
 
     @classmethod
     async def start(
@@ -48,12 +53,27 @@ class Services:
                 log.warning("model_unavailable", model=name, reason=state["reason"])
         usage = UsageRecorder(sessions, settings.usage_flush_seconds)
         usage.start()
-        return cls(settings, engine, sessions, keys, registry, usage, head_revision())
+        router = Router(registry)
+        limits = _key_limiter(settings)
+        return cls(
+            settings, engine, sessions, keys, registry, usage, head_revision(), router, limits
+        )
 
     async def stop(self) -> None:
         await self.usage.aclose()
         await self.registry.aclose()
+        await self.limits.aclose()
         await self.engine.dispose()
+
+
+def _key_limiter(settings: Settings) -> KeyLimiter:
+    counters: Counters = (
+        RedisCounters(settings.redis_url, settings.redis_key_prefix)
+        if settings.redis_url
+        else MemoryCounters()
+    )
+    prices = {model.name: model.price for model in settings.models}
+    return KeyLimiter(settings.key_limits, counters, prices)
 
 
 def get_services(request: Request) -> Services:

@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
+from gateway.limits.config import KeyLimitsConfig
 from llm_service.config import ModelConfig
 
 
@@ -34,6 +35,13 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(4 * 1024 * 1024, gt=0)
     usage_flush_seconds: float = Field(1.0, gt=0)
     models: list[ModelConfig] = Field(default_factory=list)
+    max_messages: int = Field(1000, gt=0, description="more messages in one request get 413")
+    max_json_depth: int = Field(64, gt=0, description="deeper JSON bodies get 400")
+    key_limits: KeyLimitsConfig = Field(default_factory=KeyLimitsConfig)
+    redis_url: str | None = Field(
+        None, description="shares rate limits across replicas; unset: limits per process"
+    )
+    redis_key_prefix: str = "llm-gateway:"
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
 
     @field_validator("models")
@@ -44,6 +52,10 @@ class Settings(BaseSettings):
             if model.name in seen:
                 raise ValueError(f"model name `{model.name}` appears twice")
             seen.add(model.name)
+        for model in models:
+            for alias in [*model.fallbacks, *model.context_window_fallbacks]:
+                if alias not in seen:
+                    raise ValueError(f"model `{model.name}` falls back to unknown model `{alias}`")
         return models
 
     @classmethod

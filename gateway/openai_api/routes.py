@@ -16,8 +16,9 @@ from gateway.openai_api.convert import completion_json, to_chat_request
 from gateway.openai_api.schemas import ChatCompletionRequest
 from gateway.openai_api.stream import ChunkWriter, openai_sse
 from gateway.responses import json_response
+from gateway.served import served_headers
 from gateway.services import Services
-from llm_service.errors import GatewayError, ModelNotFound, UpstreamProtocolError
+from llm_service.errors import GatewayError, ModelNotFound
 from llm_service.registry import role_allows
 from llm_service.types import StreamDone
 
@@ -41,33 +42,34 @@ async def chat_completions(
     context = request_context(request)
     context.model = body.model
     _authorize_model(services, principal, body.model)
-    deployment = services.registry.get(body.model)
-    context.provider = deployment.config.provider
-    adapter = services.registry.adapter(body.model)
+    await services.limits.admit(principal)
     chat_request = to_chat_request(body)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     if not body.stream:
-        response = await adapter.complete(chat_request)
+        response, served = await services.router.complete(body.model, chat_request)
+        context.provider = served.provider
         context.usage = response.usage
-        return json_response(completion_json(response, completion_id, body.model))
+        await services.limits.charge(principal, served.alias, response.usage)
+        reply = json_response(completion_json(response, completion_id, body.model))
+        reply.headers.update(served_headers(served))
+        return reply
 
-    events = adapter.stream(chat_request)
     # Errors before the first event still get a proper status code; after it, an SSE error.
-    first = await anext(events, None)
-    if first is None:
-        raise UpstreamProtocolError("the upstream stream was empty", provider=context.provider)
+    routed = await services.router.stream(body.model, chat_request)
+    context.provider = routed.served.provider
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    sse_body = openai_sse(
+        routed.first,
+        routed.rest,
+        writer=ChunkWriter(completion_id, body.model),
+        include_usage=include_usage,
+        on_done=lambda done: _record_done(context, done),
+        on_error=lambda exc: _record_error(context, exc),
+    )
     return StreamingResponse(
-        openai_sse(
-            first,
-            events,
-            writer=ChunkWriter(completion_id, body.model),
-            include_usage=include_usage,
-            on_done=lambda done: _record_done(context, done),
-            on_error=lambda exc: _record_error(context, exc),
-        ),
+        services.limits.charge_after(sse_body, principal, routed.served.alias, context),
         media_type="text/event-stream",
-        headers=SSE_HEADERS,
+        headers={**SSE_HEADERS, **served_headers(routed.served)},
     )
 
 
