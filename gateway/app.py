@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from gateway import health
 from gateway.errors import install_error_handlers
+from gateway.input_guard import JsonGuardMiddleware
 from gateway.middleware import BodySizeLimitMiddleware, RequestContextMiddleware
 from gateway.openai_api import routes as openai_routes
 from gateway.services import Services
@@ -37,6 +38,11 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(openai_routes.router)
+    app.add_middleware(
+        JsonGuardMiddleware,
+        max_depth=settings.max_json_depth,
+        max_messages=settings.max_messages,
+    )
     # Outermost last: the context exists before the size check can refuse.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(RequestContextMiddleware)

@@ -46,6 +46,11 @@ async def guarded_stream(
             except GatewayError as exc:
                 outcome = exc
                 raise
+            except Exception as exc:  # an adapter broke its contract: still end with an error
+                outcome = UpstreamProtocolError(
+                    f"{provider} stream failed: {type(exc).__name__}", provider=provider
+                )
+                raise outcome from exc
             yield event
             if isinstance(event, StreamDone):
                 finished = True
