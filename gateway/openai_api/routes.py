@@ -24,6 +24,13 @@ from llm_service.types import StreamDone
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+# Documented so clients and contract tests know a 200 may be a server-sent event stream.
+CHAT_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "A chat.completion, or with `stream: true` chat.completion.chunk events",
+        "content": {"application/json": {}, "text/event-stream": {}},
+    }
+}
 
 
 def _authorize_model(services: Services, principal: Principal, name: str) -> None:
@@ -32,7 +39,7 @@ def _authorize_model(services: Services, principal: Principal, name: str) -> Non
         raise PermissionDenied(f"This API key may not use the model `{name}`.", param="model")
 
 
-@router.post("/chat/completions", response_model=None)
+@router.post("/chat/completions", response_model=None, responses=CHAT_RESPONSES)
 async def chat_completions(
     body: ChatCompletionRequest,
     request: Request,
