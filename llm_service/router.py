@@ -28,7 +28,7 @@ from llm_service.errors import (
 from llm_service.registry import ModelRegistry
 from llm_service.retry import Timing, backoff_seconds, is_retryable
 from llm_service.stream_guard import guarded_stream
-from llm_service.types import ChatRequest, ChatResponse, StreamEvent
+from llm_service.types import ChatRequest, ChatResponse, StreamDone, StreamEvent
 
 T = TypeVar("T")
 Attempt = Callable[[Upstream, float], Awaitable[T]]
@@ -108,6 +108,11 @@ class Router:
                 upstream.breaker.release()
                 await events.aclose()
                 raise
+            if isinstance(first, StreamDone):  # a complete answer in one event
+                upstream.end()
+                upstream.breaker.record_success()
+                await events.aclose()
+                return RoutedStream(first, _nothing(), _served(upstream))
             rest = guarded_stream(
                 events,
                 upstream,
@@ -179,6 +184,11 @@ class Router:
             return self.balancer.pick(alias, avoid=used)
         except ModelUnavailable:
             raise error from None
+
+
+async def _nothing() -> AsyncGenerator[StreamEvent, None]:
+    return
+    yield  # pragma: no cover - makes this an (empty) async generator
 
 
 def _as_gateway_error(exc: Exception, upstream: Upstream) -> GatewayError:

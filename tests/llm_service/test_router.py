@@ -178,3 +178,16 @@ async def test_a_stream_broken_after_its_first_event_raises_and_is_not_retried(
 
     assert len(fake.requests) == 1
     assert upstream.in_flight == 0
+
+
+async def test_a_stream_that_is_only_its_final_event_settles_at_once(fake_openai: Fake) -> None:
+    fake, url = fake_openai
+    fake.queue(FakeReply(text=""))
+    async with router_for(FakeTime(), openai_model("gpt", url)) as router:
+        routed = await router.stream("gpt", HELLO)
+        rest = [event async for event in routed.rest]
+        upstream = router.balancer.upstreams("gpt")[0]
+
+    assert isinstance(routed.first, StreamDone)
+    assert rest == []
+    assert (upstream.in_flight, upstream.breaker.state) == (0, "closed")
