@@ -20,6 +20,7 @@ class CircuitBreaker:
     failures: int = 0
     opened_at: float | None = None
     probing: bool = False
+    probe_started: float = 0.0
 
     @property
     def state(self) -> str:
@@ -32,12 +33,17 @@ class CircuitBreaker:
     def allows(self) -> bool:
         """Whether a call may go to this deployment now (without claiming the probe)."""
         state = self.state
-        return state == "closed" or (state == "half-open" and not self.probing)
+        if state != "half-open":
+            return state == "closed"
+        # A probe whose outcome never arrived (its caller vanished) must not block the next one.
+        stale = self.clock() - self.probe_started >= self.config.cooldown_seconds
+        return not self.probing or stale
 
     def acquire(self) -> None:
         """The caller is about to call: in half-open state this call is the one probe."""
         if self.state == "half-open":
             self.probing = True
+            self.probe_started = self.clock()
 
     def record_success(self) -> None:
         self.failures = 0
