@@ -113,7 +113,7 @@ class Router:
                 upstream.breaker.record_success()
                 await events.aclose()
                 return RoutedStream(first, _nothing(), _served(upstream))
-            rest = guarded_stream(
+            rest = await guarded_stream(
                 events,
                 upstream,
                 between_chunks=timeouts.between_chunks,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Callable
+from typing import cast
 
 from llm_service.balancer import Upstream
 from llm_service.errors import GatewayError, UpstreamProtocolError, UpstreamTimeout
@@ -23,12 +24,27 @@ async def guarded_stream(
     """Yields the rest of ``events``; each must come within ``between_chunks`` and the deadline.
 
     Failures surface as ``GatewayError`` so the HTTP edge can end the stream with an error event.
-    The deployment's in-flight count and circuit are settled however the stream ends.
+    The deployment's in-flight count and circuit are settled however the stream ends, also when
+    the consumer never reads it: the generator is started here, and closing a started generator
+    (explicitly or when it is collected) runs its cleanup, which an unstarted one would skip.
     """
+    guarded = _guarded(events, upstream, between_chunks, remaining, record)
+    await anext(guarded)  # runs to the priming yield below
+    return cast(AsyncGenerator[StreamEvent, None], guarded)
+
+
+async def _guarded(
+    events: AsyncGenerator[StreamEvent, None],
+    upstream: Upstream,
+    between_chunks: float,
+    remaining: Callable[[], float],
+    record: Recorder,
+) -> AsyncGenerator[StreamEvent | None, None]:
     provider = upstream.deployment.config.provider
     outcome: GatewayError | None = None
     finished = False
     try:
+        yield None
         while True:
             try:
                 async with asyncio.timeout(min(between_chunks, remaining())):

@@ -191,3 +191,16 @@ async def test_a_stream_that_is_only_its_final_event_settles_at_once(fake_openai
     assert isinstance(routed.first, StreamDone)
     assert rest == []
     assert (upstream.in_flight, upstream.breaker.state) == (0, "closed")
+
+
+async def test_a_stream_closed_unread_settles_its_deployment(fake_openai: Fake) -> None:
+    fake, url = fake_openai
+    fake.queue(FakeReply(text="nobody reads this"))
+    async with router_for(FakeTime(), openai_model("gpt", url)) as router:
+        routed = await router.stream("gpt", HELLO)
+        upstream = router.balancer.upstreams("gpt")[0]
+        assert upstream.in_flight == 1
+        await routed.rest.aclose()
+
+    assert upstream.in_flight == 0
+    assert upstream.breaker.allows()
