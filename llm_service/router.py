@@ -15,6 +15,8 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+import structlog
+
 from llm_service.balancer import Balancer, Upstream
 from llm_service.errors import (
     ContextWindowExceeded,
@@ -30,6 +32,7 @@ from llm_service.retry import Timing, backoff_seconds, is_retryable
 from llm_service.stream_guard import guarded_stream
 from llm_service.types import ChatRequest, ChatResponse, StreamDone, StreamEvent
 
+log = structlog.get_logger("llm_service.router")
 T = TypeVar("T")
 Attempt = Callable[[Upstream, float], Awaitable[T]]
 
@@ -132,7 +135,16 @@ class Router:
         if error is None:
             upstream.breaker.record_success()
         elif counts_against_health(error):
+            was_open = upstream.breaker.opened_at is not None
             upstream.breaker.record_failure()
+            if not was_open and upstream.breaker.opened_at is not None:
+                log.warning(
+                    "deployment_out_of_rotation",
+                    alias=upstream.alias,
+                    deployment=upstream.deployment.id,
+                    cooldown_seconds=upstream.breaker.config.cooldown_seconds,
+                    error=error.code,
+                )
         else:
             upstream.breaker.release()
 
@@ -155,6 +167,7 @@ class Router:
             candidates = deque(a for a in candidates if a not in tried)
             if not candidates or self._remaining(deadline) <= 0:
                 raise error
+            log.warning("model_fallback", failed=current, to=candidates[0], error=error.code)
             current = candidates.popleft()
             tried.add(current)
 
@@ -174,6 +187,14 @@ class Router:
                 # to the caller as Retry-After, than holding its connection open.
                 if delay > policy.backoff_max or delay >= self._remaining(deadline):
                     raise
+                log.info(
+                    "model_retry",
+                    alias=alias,
+                    deployment=upstream.deployment.id,
+                    attempt=number,
+                    error=exc.code,
+                    wait_seconds=round(delay, 3),
+                )
                 await self._timing.sleep(delay)
                 upstream = self._next(alias, used, exc)
         raise AssertionError("unreachable: the last attempt returns or raises")
