@@ -21,6 +21,7 @@ LIMITS = {"max_depth": 8, "max_messages": 3}
     [
         (b'{"model": "m\xff"}', 400, "invalid_encoding"),
         (b'{"model": "m"', 400, "invalid_json"),
+        (b'{"model": "\\ud800"}', 400, "invalid_json"),  # a lone surrogate: not encodable
         (b'{"model": "a\\u0000b"}', 400, "nul_character"),
         (b'{"a\\u0000": 1}', 400, "nul_character"),
         (b'{"model": "a", "model": "b"}', 400, "duplicate_key"),
