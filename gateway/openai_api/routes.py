@@ -49,6 +49,7 @@ async def chat_completions(
     context = request_context(request)
     context.model = body.model
     _authorize_model(services, principal, body.model)
+    context.provider = services.registry.get(body.model).config.provider  # until one answers
     await services.limits.admit(principal)
     chat_request = to_chat_request(body)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
