@@ -75,7 +75,7 @@ class OpenAIAdapter:
     async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         body = request_body(request, self._config.upstream_model, self._config.max_tokens)
         assembler = StreamAssembler()
-        reason: FinishReason = "stop"
+        reason: FinishReason | None = None
         usage = Usage()
         model = self._config.upstream_model
         with _mapped_errors():
@@ -92,6 +92,11 @@ class OpenAIAdapter:
                 for choice in chunk.choices:
                     if choice.finish_reason:
                         reason = _FINISH_REASONS.get(choice.finish_reason, "stop")
+        if reason is None:
+            # The connection closed before the finish chunk: the answer is cut, not complete.
+            raise UpstreamProtocolError(
+                "openai ended the stream before finishing", provider=PROVIDER
+            )
         yield StreamDone(assembler.finish(reason, usage, model))
 
     async def probe(self) -> str | None:

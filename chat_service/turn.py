@@ -14,13 +14,14 @@ from chat_service.executor import ToolExecutor
 from chat_service.store import ConversationInfo, ConversationStore, message_json
 from chat_service.tool_calls import SETTLED, CallState, ToolCallStore
 from llm_service.errors import GatewayError
-from llm_service.registry import ModelRegistry
+from llm_service.router import Router
 from llm_service.types import (
     AssistantMessage,
     ChatRequest,
     ChatResponse,
     Message,
     StreamDone,
+    StreamEvent,
     TextDelta,
     ToolSpec,
     UserMessage,
@@ -38,7 +39,7 @@ class TurnRunner:
         store: ConversationStore,
         calls: ToolCallStore,
         executor: ToolExecutor,
-        registry: ModelRegistry,
+        router: Router,
         catalog: ToolCatalog,
         settings: ToolLoopSettings,
         observe: ModelCallObserver | None = None,
@@ -47,7 +48,7 @@ class TurnRunner:
         self._store = store
         self._calls = calls
         self._executor = executor
-        self._registry = registry
+        self._router = router
         self._catalog = catalog
         self._settings = settings
 
@@ -156,9 +157,10 @@ class TurnRunner:
             messages=tuple(history),
             tools=tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools),
         )
-        adapter = self._registry.adapter(conversation.model)
         started = perf_counter()
-        async for event in adapter.stream(request):
+        # Through the router: retries, fallbacks and the circuit breaker apply to turns too.
+        routed = await self._router.stream(conversation.model, request)
+        async for event in _chained(routed.first, routed.rest):
             if isinstance(event, TextDelta):
                 yield events.message_delta(event.text)
             elif isinstance(event, StreamDone):
@@ -170,6 +172,14 @@ class TurnRunner:
         if event.durable:
             await self._store.add_event(conversation_id, event)
         return event
+
+
+async def _chained(
+    first: StreamEvent, rest: AsyncIterator[StreamEvent]
+) -> AsyncIterator[StreamEvent]:
+    yield first
+    async for event in rest:
+        yield event
 
 
 def _calls_so_far(history: list[Message]) -> int:

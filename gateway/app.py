@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from gateway import approvals_api, conversations_api, health, tools_api
 from gateway.anthropic_api import routes as anthropic_routes
 from gateway.errors import install_error_handlers
+from gateway.input_guard import JsonGuardMiddleware
 from gateway.metrics import GatewayMetrics, metrics_endpoint
 from gateway.middleware import BodySizeLimitMiddleware, RequestContextMiddleware
 from gateway.openai_api import routes as openai_routes
@@ -52,6 +53,11 @@ def create_app(
     metrics.in_flight.set_function(lambda: drain.in_flight)
     metrics.draining.set_function(lambda: float(drain.draining))
     app.add_route("/metrics", metrics_endpoint, include_in_schema=False)
+    app.add_middleware(
+        JsonGuardMiddleware,
+        max_depth=settings.max_json_depth,
+        max_messages=settings.max_messages,
+    )
     # Outermost last: the context exists before the size check can refuse.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(DrainMiddleware, drain=drain)

@@ -6,6 +6,7 @@ The body has the OpenAI shape unless the matched route belongs to an API with it
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,8 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import BaseRoute, Match
+from starlette.types import Scope
 
 from gateway.context import request_context
 from llm_service.errors import GatewayError
@@ -74,13 +77,36 @@ class ErrorShapedRoute(APIRoute):
         return _openai_body(error)
 
 
+def _flat_routes(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
+    # FastAPI wraps included routers; their own routes carry the full paths.
+    for route in routes:
+        included = getattr(route, "original_router", None)
+        if included is not None:
+            yield from _flat_routes(included.routes)
+        else:
+            yield route
+
+
+def shaped_error_body(scope: Scope, error: ErrorInfo) -> dict[str, Any]:
+    """The error body in the shape of the API at this path, also before routing has run.
+
+    Middleware that refuses a request early (size, hostile JSON) finds the route the request
+    would have reached, so an Anthropic SDK still gets an Anthropic error.
+    """
+    route = scope.get("route")
+    if route is None:
+        app = scope.get("app")
+        for candidate in _flat_routes(getattr(getattr(app, "router", None), "routes", ())):
+            if candidate.matches(scope)[0] == Match.FULL:
+                route = candidate
+                break
+    return route.error_body(error) if isinstance(route, ErrorShapedRoute) else _openai_body(error)
+
+
 def _shaped_response(
     request: Request, error: ErrorInfo, headers: dict[str, str] | None = None
 ) -> Response:
-    # FastAPI puts the matched route in the scope; unmatched paths keep the OpenAI shape.
-    route = request.scope.get("route")
-    body = route.error_body(error) if isinstance(route, ErrorShapedRoute) else _openai_body(error)
-    return error_response(error.status, body, headers)
+    return error_response(error.status, shaped_error_body(request.scope, error), headers)
 
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:

@@ -11,6 +11,7 @@ import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.context import RequestContext
+from gateway.errors import ErrorInfo, shaped_error_body
 from gateway.metrics import GatewayMetrics
 from gateway.usage import UsageEntry
 
@@ -120,7 +121,7 @@ class BodySizeLimitMiddleware:
             return
         for name, value in scope["headers"]:
             if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
-                await self._refuse(send)
+                await self._refuse(scope, send)
                 return
         received = 0
 
@@ -136,19 +137,12 @@ class BodySizeLimitMiddleware:
         try:
             await self.app(scope, limited_receive, send)
         except _BodyTooLarge:
-            await self._refuse(send)
+            await self._refuse(scope, send)
 
-    async def _refuse(self, send: Send) -> None:
-        body = orjson.dumps(
-            {
-                "error": {
-                    "message": f"Request body exceeds {self.max_bytes} bytes.",
-                    "type": "invalid_request_error",
-                    "param": None,
-                    "code": "request_too_large",
-                }
-            }
-        )
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        message = f"Request body exceeds {self.max_bytes} bytes."
+        error = ErrorInfo(413, message, "invalid_request_error", "request_too_large")
+        body = orjson.dumps(shaped_error_body(scope, error))
         await send(
             {
                 "type": "http.response.start",

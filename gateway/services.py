@@ -19,9 +19,12 @@ from db.engine import create_engine, session_factory
 from db.migrate import head_revision
 from gateway.background import BackgroundTurns
 from gateway.keys import KeyStore
+from gateway.limits.counters import Counters, MemoryCounters, RedisCounters
+from gateway.limits.limiter import KeyLimiter
 from gateway.settings import Settings
 from gateway.usage import UsageEntry, UsageRecorder
 from llm_service.registry import AdapterFactory, ModelRegistry
+from llm_service.router import Router
 from llm_service.types import ChatResponse
 from mcp_client.catalog import MCPToolCatalog
 from mcp_client.types import ToolCatalog
@@ -38,6 +41,8 @@ class Services:
     registry: ModelRegistry
     usage: UsageRecorder
     head_revision: str | None
+    router: Router
+    limits: KeyLimiter
     tools: ToolCatalog
     conversations: ConversationStore
     tool_calls: ToolCallStore
@@ -65,6 +70,8 @@ class Services:
                 log.warning("model_unavailable", model=name, reason=state["reason"])
         usage = UsageRecorder(sessions, settings.usage_flush_seconds)
         usage.start()
+        router = Router(registry)
+        limits = _key_limiter(settings)
         if tools is None:
             tools = MCPToolCatalog.from_config(settings.mcp_servers, settings.tool_catalog, environ)
         # Tool servers that fail are degraded and retried in the background; start never fails.
@@ -77,7 +84,7 @@ class Services:
             store=conversations,
             calls=tool_calls,
             executor=ToolExecutor(tools, tool_calls, loop_settings),
-            registry=registry,
+            router=router,
             catalog=tools,
             settings=loop_settings,
             observe=_usage_observer(usage, registry),
@@ -95,6 +102,8 @@ class Services:
             registry=registry,
             usage=usage,
             head_revision=head_revision(),
+            router=router,
+            limits=limits,
             tools=tools,
             conversations=conversations,
             tool_calls=tool_calls,
@@ -108,6 +117,7 @@ class Services:
         await self.tools.aclose()
         await self.usage.aclose()
         await self.registry.aclose()
+        await self.limits.aclose()
         await self.engine.dispose()
 
 
@@ -132,6 +142,16 @@ def _usage_observer(usage: UsageRecorder, registry: ModelRegistry) -> ModelCallO
         )
 
     return observe
+
+
+def _key_limiter(settings: Settings) -> KeyLimiter:
+    counters: Counters = (
+        RedisCounters(settings.redis_url, settings.redis_key_prefix)
+        if settings.redis_url
+        else MemoryCounters()
+    )
+    prices = {model.name: model.price for model in settings.models}
+    return KeyLimiter(settings.key_limits, counters, prices)
 
 
 def get_services(request: Request) -> Services:

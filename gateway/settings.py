@@ -11,6 +11,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from chat_service.config import ToolLoopSettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
+from gateway.limits.config import KeyLimitsConfig
 from llm_service.config import ModelConfig
 from mcp_client.config import CatalogSettings, MCPServerConfig
 
@@ -39,6 +40,13 @@ class Settings(BaseSettings):
         25.0, gt=0, description="after SIGTERM, how long in-flight requests and streams may finish"
     )
     models: list[ModelConfig] = Field(default_factory=list)
+    max_messages: int = Field(1000, gt=0, description="more messages in one request get 413")
+    max_json_depth: int = Field(64, gt=0, description="deeper JSON bodies get 400")
+    key_limits: KeyLimitsConfig = Field(default_factory=KeyLimitsConfig)
+    redis_url: str | None = Field(
+        None, description="shares rate limits across replicas; unset: limits per process"
+    )
+    redis_key_prefix: str = "llm-gateway:"
     mcp_servers: list[MCPServerConfig] = Field(default_factory=list)
     tool_catalog: CatalogSettings = Field(default_factory=CatalogSettings)
     tool_loop: ToolLoopSettings = Field(default_factory=ToolLoopSettings)
@@ -51,6 +59,10 @@ class Settings(BaseSettings):
             if model.name in seen:
                 raise ValueError(f"model name `{model.name}` appears twice")
             seen.add(model.name)
+        for model in models:
+            for alias in [*model.fallbacks, *model.context_window_fallbacks]:
+                if alias not in seen:
+                    raise ValueError(f"model `{model.name}` falls back to unknown model `{alias}`")
         return models
 
     @field_validator("mcp_servers")

@@ -17,7 +17,50 @@ class Timeouts(BaseModel):
 
     connect: float = Field(5.0, gt=0, description="seconds to open a connection")
     read: float = Field(120.0, gt=0, description="seconds to wait for any byte of the answer")
-    total: float = Field(600.0, gt=0, description="seconds for the whole call")
+    total: float = Field(
+        600.0, gt=0, description="seconds for the whole call, retries and fallbacks included"
+    )
+    first_byte: float = Field(60.0, gt=0, description="seconds until a stream's first event")
+    between_chunks: float = Field(30.0, gt=0, description="seconds between two stream events")
+
+
+class Retry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_attempts: int = Field(3, ge=1, le=3, description="attempts per alias, the first included")
+    backoff_base: float = Field(0.5, ge=0, description="seconds before the second attempt")
+    backoff_max: float = Field(
+        4.0, ge=0, description="longest wait; a longer Retry-After is not waited for"
+    )
+
+
+class CircuitBreakerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    failure_threshold: int = Field(3, ge=1, description="consecutive failures that open it")
+    cooldown_seconds: float = Field(30.0, gt=0, description="out of rotation before a probe")
+
+
+class Price(BaseModel):
+    """What one thousand tokens cost, in whatever currency the spend budgets use."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_per_1k: float = Field(0.0, ge=0)
+    output_per_1k: float = Field(0.0, ge=0)
+
+
+class DeploymentConfig(BaseModel):
+    """One of several upstreams behind an alias (two regions, two keys, ...)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, description="names the deployment in headers and logs")
+    provider: Provider | None = Field(None, description="default: the alias's provider")
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    weight: float = Field(1.0, gt=0)
 
 
 class MockToolCall(BaseModel):
@@ -70,6 +113,18 @@ class ModelConfig(BaseModel):
     script: list[MockStep] = Field(
         default_factory=list, description="provider mock only: the scripted turns"
     )
+    fallbacks: list[str] = Field(
+        default_factory=list, description="aliases tried in order when this one fails"
+    )
+    context_window_fallbacks: list[str] = Field(
+        default_factory=list, description="aliases tried when the prompt is too long for this one"
+    )
+    deployments: list[DeploymentConfig] = Field(
+        default_factory=list, description="several upstreams behind this alias, load balanced"
+    )
+    retry: Retry = Field(default_factory=Retry)
+    circuit_breaker: CircuitBreakerConfig = Field(default_factory=CircuitBreakerConfig)
+    price: Price | None = Field(None, description="cost per 1k tokens, for spend budgets")
 
     @property
     def upstream_model(self) -> str:
@@ -80,3 +135,23 @@ class ModelConfig(BaseModel):
         if self.script and self.provider != "mock":
             raise ValueError("`script` is only valid for provider `mock`")
         return self
+
+    @model_validator(mode="after")
+    def _unique_deployment_ids(self) -> ModelConfig:
+        ids = [d.id for d in self.deployments]
+        if len(ids) != len(set(ids)):
+            raise ValueError("deployment ids must be unique within a model")
+        return self
+
+    def deployment_configs(self) -> list[tuple[str, float, ModelConfig]]:
+        """(id, weight, config) of each upstream; one, named after the alias, without a list."""
+        if not self.deployments:
+            return [(self.name, 1.0, self)]
+        members = []
+        for deployment in self.deployments:
+            overrides = deployment.model_dump(
+                include={"provider", "model", "base_url", "api_key_env"}, exclude_none=True
+            )
+            config = self.model_copy(update={**overrides, "deployments": []})
+            members.append((deployment.id, deployment.weight, config))
+        return members

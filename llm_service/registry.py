@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llm_service.adapter import ChatAdapter
 from llm_service.config import ModelConfig
@@ -19,6 +19,8 @@ class Deployment:
     config: ModelConfig
     adapter: ChatAdapter | None
     unavailable_reason: str | None = None
+    id: str = ""  # the deployment's id within its alias (the alias name when it has one)
+    weight: float = 1.0
 
     @property
     def available(self) -> bool:
@@ -30,8 +32,15 @@ def role_allows(config: ModelConfig, roles: Iterable[str]) -> bool:
 
 
 class ModelRegistry:
-    def __init__(self, deployments: Mapping[str, Deployment]) -> None:
+    def __init__(
+        self,
+        deployments: Mapping[str, Deployment],
+        members: Mapping[str, list[Deployment]] | None = None,
+    ) -> None:
         self._deployments = dict(deployments)
+        # Each alias's upstreams; an alias without a `deployments:` list is its own one member.
+        self._members = {name: [d] for name, d in self._deployments.items()}
+        self._members.update(members or {})
 
     @classmethod
     def build(
@@ -41,9 +50,23 @@ class ModelRegistry:
         environ: Mapping[str, str],
     ) -> ModelRegistry:
         deployments: dict[str, Deployment] = {}
+        members: dict[str, list[Deployment]] = {}
         for config in configs:
-            deployments[config.name] = _deploy(config, factories, environ)
-        return cls(deployments)
+            if not config.deployments:
+                deployments[config.name] = _deploy(config, factories, environ)
+                deployments[config.name].id = config.name
+                continue
+            members[config.name] = [
+                replace(_deploy(member, factories, environ), id=member_id, weight=weight)
+                for member_id, weight, member in config.deployment_configs()
+            ]
+            deployments[config.name] = _balanced(config, members[config.name])
+        return cls(deployments, members)
+
+    def members(self, name: str) -> list[Deployment]:
+        """The upstreams behind an alias, for the router to balance over."""
+        self.get(name)
+        return self._members[name]
 
     def get(self, name: str) -> Deployment:
         try:
@@ -74,7 +97,7 @@ class ModelRegistry:
 
     async def probe(self, seconds: float = 3.0) -> None:
         """Ask each deployment whether its server answers; record why not."""
-        probed = [d for d in self._deployments.values() if d.adapter is not None]
+        probed = [m for ms in self._members.values() for m in ms if m.adapter is not None]
 
         async def one(deployment: Deployment) -> None:
             assert deployment.adapter is not None
@@ -85,11 +108,24 @@ class ModelRegistry:
                 deployment.unavailable_reason = f"no answer from the server within {seconds}s"
 
         await asyncio.gather(*(one(d) for d in probed))
+        for name, members in self._members.items():
+            if self._deployments[name] not in members:
+                self._deployments[name] = _balanced(self._deployments[name].config, members)
 
     async def aclose(self) -> None:
-        for deployment in self._deployments.values():
-            if deployment.adapter is not None:
-                await deployment.adapter.aclose()
+        for members in self._members.values():
+            for deployment in members:
+                if deployment.adapter is not None:
+                    await deployment.adapter.aclose()
+
+
+def _balanced(config: ModelConfig, members: list[Deployment]) -> Deployment:
+    """The alias-level view of a balanced alias: available when any upstream is."""
+    available = [m for m in members if m.available]
+    if available:
+        return Deployment(config, available[0].adapter, None, config.name)
+    reasons = "; ".join(f"{m.id}: {m.unavailable_reason or 'no adapter'}" for m in members)
+    return Deployment(config, None, reasons, config.name)
 
 
 def _deploy(

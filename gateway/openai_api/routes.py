@@ -17,9 +17,10 @@ from gateway.openai_api.convert import completion_json, to_chat_request
 from gateway.openai_api.schemas import ChatCompletionRequest
 from gateway.openai_api.stream import ChunkWriter, openai_sse
 from gateway.responses import json_response
+from gateway.served import served_headers
 from gateway.server_tools import run_server_tools
 from gateway.services import Services
-from llm_service.errors import GatewayError, ModelNotFound, UpstreamProtocolError
+from llm_service.errors import GatewayError, ModelNotFound
 from llm_service.registry import role_allows
 from llm_service.types import (
     AssistantMessage,
@@ -33,6 +34,13 @@ from llm_service.types import (
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+# Documented so clients and contract tests know a 200 may be a server-sent event stream.
+CHAT_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "A chat.completion, or with `stream: true` chat.completion.chunk events",
+        "content": {"application/json": {}, "text/event-stream": {}},
+    }
+}
 
 
 def _authorize_model(services: Services, principal: Principal, name: str) -> None:
@@ -41,7 +49,7 @@ def _authorize_model(services: Services, principal: Principal, name: str) -> Non
         raise PermissionDenied(f"This API key may not use the model `{name}`.", param="model")
 
 
-@router.post("/chat/completions", response_model=None)
+@router.post("/chat/completions", response_model=None, responses=CHAT_RESPONSES)
 async def chat_completions(
     body: ChatCompletionRequest,
     request: Request,
@@ -51,35 +59,37 @@ async def chat_completions(
     context = request_context(request)
     context.model = body.model
     _authorize_model(services, principal, body.model)
-    deployment = services.registry.get(body.model)
-    context.provider = deployment.config.provider
-    adapter = services.registry.adapter(body.model)
+    context.provider = services.registry.get(body.model).config.provider  # until one answers
+    await services.limits.admit(principal)
     chat_request = to_chat_request(body)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
-    if deployment.config.server_tools:
+    if services.registry.get(body.model).config.server_tools:
         return await _server_tools_response(services, principal, body, chat_request, completion_id)
     if not body.stream:
-        response = await adapter.complete(chat_request)
+        response, served = await services.router.complete(body.model, chat_request)
+        context.provider = served.provider
         context.usage = response.usage
-        return json_response(completion_json(response, completion_id, body.model))
+        await services.limits.charge(principal, served.alias, response.usage)
+        reply = json_response(completion_json(response, completion_id, body.model))
+        reply.headers.update(served_headers(served))
+        return reply
 
-    events = adapter.stream(chat_request)
     # Errors before the first event still get a proper status code; after it, an SSE error.
-    first = await anext(events, None)
-    if first is None:
-        raise UpstreamProtocolError("the upstream stream was empty", provider=context.provider)
+    routed = await services.router.stream(body.model, chat_request)
+    context.provider = routed.served.provider
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    sse_body = openai_sse(
+        routed.first,
+        routed.rest,
+        writer=ChunkWriter(completion_id, body.model),
+        include_usage=include_usage,
+        on_done=lambda done: _record_done(context, done),
+        on_error=lambda exc: _record_error(context, exc),
+    )
     return StreamingResponse(
-        openai_sse(
-            first,
-            events,
-            writer=ChunkWriter(completion_id, body.model),
-            include_usage=include_usage,
-            on_done=lambda done: _record_done(context, done),
-            on_error=lambda exc: _record_error(context, exc),
-        ),
+        services.limits.charge_after(sse_body, principal, routed.served.alias, context),
         media_type="text/event-stream",
-        headers=SSE_HEADERS,
+        headers={**SSE_HEADERS, **served_headers(routed.served)},
     )
 
 

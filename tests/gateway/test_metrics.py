@@ -31,7 +31,13 @@ def test_requests_tokens_and_upstream_errors_are_counted(
     fake, fake_url = fake_openai
     fake.queue(FakeReply(text="hi", prompt_tokens=11, completion_tokens=7), FakeReply(status=500))
     models = [
-        {"name": "gpt", "provider": "openai", "base_url": fake_url, "api_key_env": "UP_KEY"},
+        {
+            "name": "gpt",
+            "provider": "openai",
+            "base_url": fake_url,
+            "api_key_env": "UP_KEY",
+            "retry": {"max_attempts": 1},  # the scripted 500 must reach the caller
+        },
     ]
     with running_gateway(sqlite_url, environ={"UP_KEY": "sk-test"}, models=models) as gateway:
         key = gateway.create_key("metrics", ["user"])

@@ -7,9 +7,11 @@ whose arguments are split across chunks, a finish chunk, an optional usage chunk
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +38,18 @@ class FakeReply:
     finish_reason: str | None = None
     prompt_tokens: int = 11
     completion_tokens: int = 7
+    # Fault modes. ``hang``: never answer (until the client gives up and disconnects);
+    # ``first_byte_delay``: seconds before the headers; ``garbage``: a 200 that is not JSON;
+    # ``truncate_after``: a stream cut after that many chunks, without a finish or [DONE];
+    # ``stall_after``: a stream that goes silent after that many chunks;
+    # ``stream_error``: an in-stream ``{"error": ...}`` event after ``error_after`` chunks.
+    hang: bool = False
+    first_byte_delay: float = 0.0
+    garbage: bool = False
+    truncate_after: int | None = None
+    stall_after: int | None = None
+    stream_error: dict[str, Any] | None = None
+    error_after: int = 1
 
 
 @dataclass
@@ -43,6 +57,8 @@ class FakeOpenAI:
     replies: deque[FakeReply] = field(default_factory=deque)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    # While set, every request gets this reply and the queue waits: a provider outage.
+    outage: FakeReply | None = None
 
     def queue(self, *replies: FakeReply) -> None:
         self.replies.extend(replies)
@@ -62,7 +78,10 @@ class FakeOpenAI:
         body = await request.json()
         self.requests.append(body)
         self.headers.append(dict(request.headers))
-        reply = self.replies.popleft() if self.replies else _echo(body)
+        reply = self.outage or (self.replies.popleft() if self.replies else _echo(body))
+        await _delay(request, reply)
+        if reply.garbage:
+            return Response(b"<html>502 Bad Gateway</html>", 200, media_type="application/json")
         if reply.status != 200:
             error = reply.error or {"message": "fake failure", "type": "server_error"}
             return JSONResponse({"error": error}, reply.status, headers=reply.headers)
@@ -74,8 +93,40 @@ class FakeOpenAI:
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             chunks = _chunks(body["model"], reply, calls, finish, include_usage)
-            return StreamingResponse(chunks, media_type="text/event-stream")
+            faulty = _faulty(request, reply, chunks)
+            return StreamingResponse(faulty, media_type="text/event-stream")
         return JSONResponse(_completion(body["model"], reply, calls, finish))
+
+
+async def _wait_for_disconnect(request: Request) -> None:
+    # The body was read already, so the next message on the channel is the disconnect.
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _delay(request: Request, reply: FakeReply) -> None:
+    if reply.hang:
+        await _wait_for_disconnect(request)
+    elif reply.first_byte_delay:
+        await asyncio.sleep(reply.first_byte_delay)
+
+
+async def _faulty(
+    request: Request, reply: FakeReply, chunks: AsyncIterator[str]
+) -> AsyncIterator[str]:
+    """The stream, cut, stalled or interrupted by an error event as the reply asks."""
+    sent = 0
+    async for chunk in chunks:
+        if reply.truncate_after is not None and sent >= reply.truncate_after:
+            return
+        if reply.stall_after is not None and sent >= reply.stall_after:
+            await _wait_for_disconnect(request)
+            return
+        if reply.stream_error is not None and sent == reply.error_after:
+            yield f"data: {json.dumps({'error': reply.stream_error})}\n\n"
+            return
+        yield chunk
+        sent += 1
 
 
 def _echo(body: dict[str, Any]) -> FakeReply:

@@ -1,0 +1,77 @@
+"""Fixed-window counters: in this process, or in Redis so every replica shares them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import redis.asyncio as redis
+
+
+class CountersUnavailable(Exception):
+    """The shared store did not answer; limits cannot be checked right now."""
+
+
+class Counters(Protocol):
+    async def add(self, key: str, amount: float, ttl_seconds: int) -> float:
+        """Add to the counter (created with ``ttl_seconds`` to live) and return its new value."""
+        ...
+
+    async def get(self, key: str) -> float: ...
+
+    async def aclose(self) -> None: ...
+
+
+class MemoryCounters:
+    """For one process. Expired windows are dropped as new ones are written."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._values: dict[str, tuple[float, float]] = {}  # key -> (expires at, value)
+
+    async def add(self, key: str, amount: float, ttl_seconds: int) -> float:
+        now = self._clock()
+        expires, value = self._values.get(key, (now + ttl_seconds, 0.0))
+        if expires <= now:
+            expires, value = now + ttl_seconds, 0.0
+        self._values[key] = (expires, value + amount)
+        if len(self._values) > 10_000:
+            self._values = {k: v for k, v in self._values.items() if v[0] > now}
+        return value + amount
+
+    async def get(self, key: str) -> float:
+        expires, value = self._values.get(key, (0.0, 0.0))
+        return value if expires > self._clock() else 0.0
+
+    async def aclose(self) -> None:
+        self._values.clear()
+
+
+class RedisCounters:
+    """Shared by every replica pointing at the same Redis and ``prefix``."""
+
+    def __init__(self, url: str, prefix: str) -> None:
+        self._redis = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self._prefix = prefix
+
+    async def add(self, key: str, amount: float, ttl_seconds: int) -> float:
+        name = self._prefix + key
+        try:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.incrbyfloat(name, amount)
+                pipe.expire(name, ttl_seconds, nx=True)
+                value, _ = await pipe.execute()
+        except (redis.RedisError, OSError) as exc:
+            raise CountersUnavailable(f"redis: {type(exc).__name__}") from exc
+        return float(value)
+
+    async def get(self, key: str) -> float:
+        try:
+            value = await self._redis.get(self._prefix + key)
+        except (redis.RedisError, OSError) as exc:
+            raise CountersUnavailable(f"redis: {type(exc).__name__}") from exc
+        return float(value) if value is not None else 0.0
+
+    async def aclose(self) -> None:
+        await self._redis.aclose()

@@ -1,0 +1,142 @@
+"""Per-key requests per minute, tokens per minute and spend per day.
+
+Fixed windows (the current minute, the current UTC day) keep the check to one counter read or
+increment per limit, which Redis makes atomic across replicas. Tokens and spend are known only
+after the answer, so they are charged then and checked before the next request: a key may
+overshoot by one request's worth, never more.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+
+import structlog
+
+from gateway.context import RequestContext
+from gateway.keys import Principal
+from gateway.limits.config import KeyLimits, KeyLimitsConfig
+from gateway.limits.counters import Counters, CountersUnavailable
+from llm_service.config import Price
+from llm_service.errors import GatewayError
+from llm_service.types import Usage
+
+log = structlog.get_logger("gateway.limits")
+MINUTE = 60
+DAY = 86_400
+
+
+class RateLimited(GatewayError):
+    status_code = 429
+    error_type = "rate_limit_error"
+    code = "rate_limit_exceeded"
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class BudgetExceeded(RateLimited):
+    error_type = "insufficient_quota"
+    code = "budget_exceeded"
+
+
+def cost(price: Price | None, usage: Usage) -> float:
+    if price is None:
+        return 0.0
+    return (
+        usage.prompt_tokens * price.input_per_1k + usage.completion_tokens * price.output_per_1k
+    ) / 1000
+
+
+class KeyLimiter:
+    def __init__(
+        self,
+        config: KeyLimitsConfig,
+        counters: Counters,
+        prices: Mapping[str, Price | None],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._config = config
+        self._counters = counters
+        self._prices = dict(prices)
+        self._clock = clock
+
+    async def admit(self, principal: Principal) -> None:
+        """Raises ``RateLimited`` (429 with ``Retry-After``) when the key is over a limit."""
+        limits = self._config.for_roles(principal.roles)
+        if _unlimited(limits):
+            return
+        try:
+            await self._check(principal.key_id, limits)
+        except CountersUnavailable as exc:
+            # Refusing every caller because the limit store is down would turn a Redis outage
+            # into a gateway outage; the limits are protection, not billing.
+            log.warning("limits_unavailable", reason=str(exc))
+
+    async def charge(self, principal: Principal, alias: str, usage: Usage | None) -> None:
+        limits = self._config.for_roles(principal.roles)
+        if usage is None or _unlimited(limits):
+            return
+        now = self._clock()
+        try:
+            if limits.tokens_per_minute is not None:
+                key = _window_key("tpm", principal.key_id, now, MINUTE)
+                await self._counters.add(key, usage.total_tokens, MINUTE * 2)
+            spent = cost(self._prices.get(alias), usage)
+            if limits.budget_per_day is not None and spent > 0:
+                await self._counters.add(
+                    _window_key("spend", principal.key_id, now, DAY), spent, DAY * 2
+                )
+        except CountersUnavailable as exc:
+            log.warning("limits_unavailable", reason=str(exc))
+
+    async def charge_after(
+        self, body: AsyncIterator[bytes], principal: Principal, alias: str, context: RequestContext
+    ) -> AsyncIterator[bytes]:
+        """Passes a streamed body through, then charges the usage its end recorded."""
+        async for chunk in body:
+            yield chunk
+        await self.charge(principal, alias, context.usage)
+
+    async def _check(self, key_id: int, limits: KeyLimits) -> None:
+        now = self._clock()
+        if limits.budget_per_day is not None:
+            spent = await self._counters.get(_window_key("spend", key_id, now, DAY))
+            if spent >= limits.budget_per_day:
+                raise BudgetExceeded(
+                    "This API key has spent its daily budget.", _until_next(now, DAY)
+                )
+        if limits.tokens_per_minute is not None:
+            tokens = await self._counters.get(_window_key("tpm", key_id, now, MINUTE))
+            if tokens >= limits.tokens_per_minute:
+                raise RateLimited(
+                    f"This API key is over its {limits.tokens_per_minute} tokens per minute.",
+                    _until_next(now, MINUTE),
+                )
+        if limits.requests_per_minute is not None:
+            key = _window_key("rpm", key_id, now, MINUTE)
+            if await self._counters.add(key, 1, MINUTE * 2) > limits.requests_per_minute:
+                raise RateLimited(
+                    f"This API key is over its {limits.requests_per_minute} requests per minute.",
+                    _until_next(now, MINUTE),
+                )
+
+    async def aclose(self) -> None:
+        await self._counters.aclose()
+
+
+def _unlimited(limits: KeyLimits) -> bool:
+    return (
+        limits.requests_per_minute is None
+        and limits.tokens_per_minute is None
+        and limits.budget_per_day is None
+    )
+
+
+def _window_key(kind: str, key_id: int, now: float, window: int) -> str:
+    return f"{kind}:{key_id}:{int(now // window)}"
+
+
+def _until_next(now: float, window: int) -> float:
+    return window - (now % window)

@@ -1,0 +1,80 @@
+"""A started stream, bounded in time: a silent upstream becomes an error, never a hang."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Callable
+from typing import cast
+
+from llm_service.balancer import Upstream
+from llm_service.errors import GatewayError, UpstreamProtocolError, UpstreamTimeout
+from llm_service.types import StreamDone, StreamEvent
+
+Recorder = Callable[[Upstream, GatewayError | None], None]
+
+
+async def guarded_stream(
+    events: AsyncGenerator[StreamEvent, None],
+    upstream: Upstream,
+    *,
+    between_chunks: float,
+    remaining: Callable[[], float],
+    record: Recorder,
+) -> AsyncGenerator[StreamEvent, None]:
+    """Yields the rest of ``events``; each must come within ``between_chunks`` and the deadline.
+
+    Failures surface as ``GatewayError`` so the HTTP edge can end the stream with an error event.
+    The deployment's in-flight count and circuit are settled however the stream ends, also when
+    the consumer never reads it: the generator is started here, and closing a started generator
+    (explicitly or when it is collected) runs its cleanup, which an unstarted one would skip.
+    """
+    guarded = _guarded(events, upstream, between_chunks, remaining, record)
+    await anext(guarded)  # runs to the priming yield below
+    return cast(AsyncGenerator[StreamEvent, None], guarded)
+
+
+async def _guarded(
+    events: AsyncGenerator[StreamEvent, None],
+    upstream: Upstream,
+    between_chunks: float,
+    remaining: Callable[[], float],
+    record: Recorder,
+) -> AsyncGenerator[StreamEvent | None, None]:
+    provider = upstream.deployment.config.provider
+    outcome: GatewayError | None = None
+    finished = False
+    try:
+        yield None
+        while True:
+            try:
+                async with asyncio.timeout(min(between_chunks, remaining())):
+                    event = await anext(events)
+            except StopAsyncIteration:
+                outcome = UpstreamProtocolError(
+                    f"{provider} ended the stream without finishing it", provider=provider
+                )
+                raise outcome from None
+            except TimeoutError:
+                outcome = UpstreamTimeout(
+                    f"{provider} stopped sending within {between_chunks}s", provider=provider
+                )
+                raise outcome from None
+            except GatewayError as exc:
+                outcome = exc
+                raise
+            except Exception as exc:  # an adapter broke its contract: still end with an error
+                outcome = UpstreamProtocolError(
+                    f"{provider} stream failed: {type(exc).__name__}", provider=provider
+                )
+                raise outcome from exc
+            yield event
+            if isinstance(event, StreamDone):
+                finished = True
+                return
+    finally:
+        upstream.end()
+        if finished or outcome is not None:
+            record(upstream, outcome)
+        else:
+            upstream.breaker.release()  # the caller went away: no verdict on the deployment
+        await events.aclose()

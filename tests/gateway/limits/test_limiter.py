@@ -1,0 +1,88 @@
+"""Per-key limits with a controlled clock: requests, tokens and spend per window."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.keys import Principal
+from gateway.limits.config import KeyLimits, KeyLimitsConfig
+from gateway.limits.counters import MemoryCounters
+from gateway.limits.limiter import BudgetExceeded, KeyLimiter, RateLimited, cost
+from llm_service.config import Price
+from llm_service.types import Usage
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 86_400.0 * 19_676  # a UTC midnight, so also a whole minute
+
+    def __call__(self) -> float:
+        return self.now
+
+
+ALICE = Principal(1, "alice", frozenset({"user"}))
+PRICE = Price(input_per_1k=1.0, output_per_1k=2.0)
+
+
+def limiter(limits: KeyLimits, clock: Clock) -> KeyLimiter:
+    config = KeyLimitsConfig(roles={"user": limits})
+    return KeyLimiter(config, MemoryCounters(clock), {"gpt": PRICE}, clock)
+
+
+async def test_requests_per_minute_then_the_next_window() -> None:
+    clock = Clock()
+    limits = limiter(KeyLimits(requests_per_minute=2), clock)
+    await limits.admit(ALICE)
+    await limits.admit(ALICE)
+    clock.now += 20
+
+    with pytest.raises(RateLimited) as caught:
+        await limits.admit(ALICE)
+
+    assert caught.value.retry_after == pytest.approx(40)
+    clock.now += 40
+    await limits.admit(ALICE)
+
+
+async def test_tokens_per_minute_are_charged_after_the_answer() -> None:
+    clock = Clock()
+    limits = limiter(KeyLimits(tokens_per_minute=100), clock)
+    await limits.admit(ALICE)
+    await limits.charge(ALICE, "gpt", Usage(prompt_tokens=60, completion_tokens=40))
+
+    with pytest.raises(RateLimited):
+        await limits.admit(ALICE)
+
+
+async def test_the_daily_budget_is_priced_per_model() -> None:
+    clock = Clock()
+    limits = limiter(KeyLimits(budget_per_day=0.5), clock)
+    await limits.charge(ALICE, "unpriced", Usage(10_000, 10_000))
+    await limits.admit(ALICE)
+    await limits.charge(ALICE, "gpt", Usage(prompt_tokens=100, completion_tokens=200))
+
+    with pytest.raises(BudgetExceeded) as caught:
+        await limits.admit(ALICE)
+
+    assert caught.value.status_code == 429
+    clock.now += 86_400
+    await limits.admit(ALICE)
+
+
+def test_cost_per_thousand_tokens() -> None:
+    assert cost(PRICE, Usage(500, 250)) == pytest.approx(1.0)
+    assert cost(None, Usage(500, 250)) == 0
+
+
+def test_a_key_gets_the_most_generous_of_its_roles() -> None:
+    config = KeyLimitsConfig(
+        default=KeyLimits(requests_per_minute=1),
+        roles={
+            "user": KeyLimits(requests_per_minute=10, tokens_per_minute=100),
+            "batch": KeyLimits(requests_per_minute=5),
+        },
+    )
+
+    both = config.for_roles({"user", "batch"})
+    assert (both.requests_per_minute, both.tokens_per_minute) == (10, None)
+    assert config.for_roles({"guest"}).requests_per_minute == 1

@@ -1,0 +1,103 @@
+"""Hostile bodies get 400/413 before any work, never a 500, and nothing is stored."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gateway.input_guard import BodyRefused, check_json_body
+from tests.support.gateway import RunningGateway, running_gateway
+
+LIMITS = {"max_depth": 8, "max_messages": 3}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        (b'{"model": "m\xff"}', 400, "invalid_encoding"),
+        (b'{"model": "m"', 400, "invalid_json"),
+        (b'{"model": "\\ud800"}', 400, "invalid_json"),  # a lone surrogate: not encodable
+        (b'{"model": "a\\u0000b"}', 400, "nul_character"),
+        (b'{"a\\u0000": 1}', 400, "nul_character"),
+        (b'{"model": "a", "model": "b"}', 400, "duplicate_key"),
+        (b'{"seed": 123456789012345678901234567890}', 400, "number_too_large"),
+        (b'{"temperature": 1e400}', 400, "invalid_json"),
+        (b'{"temperature": NaN}', 400, "invalid_json"),
+        (b'{"a": ' + b"[" * 9 + b"]" * 9 + b"}", 400, "too_deep"),
+        (b"[" * 5000 + b"]" * 5000, 400, "invalid_json"),
+        (b'{"messages": [{}, {}, {}, {}]}', 413, "too_many_messages"),
+    ],
+)
+def test_hostile_bodies_are_refused(body: bytes, status: int, code: str) -> None:
+    with pytest.raises(BodyRefused) as caught:
+        check_json_body(body, **LIMITS)
+
+    assert (caught.value.status, caught.value.code) == (status, code)
+
+
+def test_ordinary_bodies_pass() -> None:
+    check_json_body(
+        b'{"messages": [{"role": "user", "content": "hi \\u00e9"}], "seed": 42}', **LIMITS
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200))
+def test_any_bytes_either_pass_or_are_refused_cleanly(body: bytes) -> None:
+    status = 200
+    try:
+        check_json_body(body, **LIMITS)
+    except BodyRefused as refused:
+        status = refused.status
+    assert status in (200, 400, 413)
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningGateway, str]]:
+    database = f"sqlite+aiosqlite:///{Path(tmp_path_factory.mktemp('db')) / 'gateway.db'}"
+    with running_gateway(
+        database, models=[{"name": "mock", "provider": "mock"}], max_messages=2
+    ) as running:
+        yield running, running.create_key("team", ["user"])
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (b'{"model": "mock", "messages": [{"role": "user", "content": "\xff\xfe"}]}', 400),
+        (b'{"model": "mock", "messages": [{"role": "user", "content": "a\\u0000"}]}', 400),
+        (b'{"model": "mock", "model": "x", "messages": []}', 400),
+        (b'{"model": "mock", "max_tokens": 99999999999999999999999, "messages": []}', 400),
+        (b'{"model": "mock", "messages": [' + b"[" * 100 + b"]" * 100 + b"]}", 400),
+        (b'{"model": "mock", "messages": [1, 2, 3]}', 413),
+    ],
+)
+def test_the_gateway_refuses_them_before_any_work(
+    gateway: tuple[RunningGateway, str], body: bytes, status: int
+) -> None:
+    running, key = gateway
+    response = httpx.post(
+        f"{running.v1}/chat/completions",
+        content=body,
+        headers={"authorization": f"Bearer {key}", "content-type": "application/json"},
+    )
+
+    assert response.status_code == status
+    assert response.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_a_good_request_still_works(gateway: tuple[RunningGateway, str]) -> None:
+    running, key = gateway
+    response = httpx.post(
+        f"{running.v1}/chat/completions",
+        json={"model": "mock", "messages": [{"role": "user", "content": "hi"}]},
+        headers={"authorization": f"Bearer {key}"},
+    )
+
+    assert response.status_code == 200
+    assert response.json()["choices"][0]["message"]["content"] == "Echo: hi"
