@@ -108,7 +108,8 @@ def _one_call(text: str, pos: int, tools: Collection[str]) -> tuple[Call, int] |
     if isinstance(first, Verdict):
         return first
     name, pos = first
-    fenced = name == "function"
+    # V3 writes the type ``function`` first; V3.1 goes straight to the arguments.
+    fenced = name == "function" and not text.startswith(("{", "["), skip_ws(text, pos))
     if fenced:  # V3: the type, then the name and a fenced JSON block
         second = _name_then(text, pos, V3_FENCE_OPEN)
         if isinstance(second, Verdict):
