@@ -16,7 +16,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from adapters.text.jsonscan import Verdict, loads
+from adapters.text.jsonscan import JsonReader, Verdict, loads, skip_ws
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 THINK_TAGS = ("<think>", "</think>")
@@ -82,7 +82,14 @@ class ToolFormat(Protocol):
     def render_result(self, result: ToolResultMessage, name: str) -> str: ...
 
     def parse_block(
-        self, text: str, start: int, marker: str, final: bool, tools: Collection[str]
+        self,
+        text: str,
+        start: int,
+        marker: str,
+        *,
+        final: bool,
+        tools: Collection[str],
+        reader: JsonReader,
     ) -> Block: ...
 
     def parse_leading(self, text: str, tools: Collection[str]) -> tuple[Call, ...] | None: ...
@@ -151,5 +158,5 @@ def compact(value: Any) -> str:
 
 def closing_pending(text: str, pos: int, closer: str) -> bool:
     """Whether the text from ``pos`` is whitespace or the start of ``closer``: undecided."""
-    rest = text[pos:].lstrip()
-    return len(rest) < len(closer) and closer.startswith(rest)
+    rest = skip_ws(text, pos)
+    return len(text) - rest < len(closer) and closer.startswith(text[rest:])

@@ -26,7 +26,7 @@ from adapters.text.base import (
     compact,
     tools_json,
 )
-from adapters.text.jsonscan import Verdict, read_value, skip_ws
+from adapters.text.jsonscan import JsonReader, Verdict, skip_ws
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 
@@ -76,7 +76,14 @@ class DeepSeekFormat:
         return f"{OUTPUT_BEGIN}{result.content}{OUTPUT_END}"
 
     def parse_block(
-        self, text: str, start: int, marker: str, final: bool, tools: Collection[str]
+        self,
+        text: str,
+        start: int,
+        marker: str,
+        *,
+        final: bool,
+        tools: Collection[str],
+        reader: JsonReader,
     ) -> Block:
         calls: list[Call] = []
         pos = start + len(marker)
@@ -85,7 +92,7 @@ class DeepSeekFormat:
             if text.startswith(CALLS_END, pos):
                 return Parsed(tuple(calls), pos + len(CALLS_END)) if calls else Verdict.INVALID
             if text.startswith(CALL_BEGIN, pos):
-                read = _one_call(text, pos + len(CALL_BEGIN), tools)
+                read = _one_call(text, pos + len(CALL_BEGIN), tools, reader)
                 if isinstance(read, Verdict):
                     return read
                 calls.append(read[0])
@@ -102,7 +109,9 @@ class DeepSeekFormat:
         return None
 
 
-def _one_call(text: str, pos: int, tools: Collection[str]) -> tuple[Call, int] | Verdict:
+def _one_call(
+    text: str, pos: int, tools: Collection[str], reader: JsonReader
+) -> tuple[Call, int] | Verdict:
     """After ``<|tool_call_begin|>``: one call and the index past ``<|tool_call_end|>``."""
     first = _name_then(text, pos, SEP)
     if isinstance(first, Verdict):
@@ -115,7 +124,7 @@ def _one_call(text: str, pos: int, tools: Collection[str]) -> tuple[Call, int] |
         if isinstance(second, Verdict):
             return second
         name, pos = second
-    read = read_value(text, skip_ws(text, pos))
+    read = reader.read_value(text, skip_ws(text, pos))
     if isinstance(read, Verdict):
         return read
     arguments, pos = read
@@ -142,4 +151,9 @@ def _name_then(text: str, pos: int, literal: str) -> tuple[str, int] | Verdict:
 def _expect(text: str, pos: int, literal: str) -> int | Verdict:
     if text.startswith(literal, pos):
         return pos + len(literal)
-    return Verdict.INCOMPLETE if literal.startswith(text[pos:]) else Verdict.INVALID
+    rest = text[pos : pos + len(literal)]
+    return (
+        Verdict.INCOMPLETE
+        if literal.startswith(rest) and pos + len(literal) > len(text)
+        else Verdict.INVALID
+    )

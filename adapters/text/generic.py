@@ -17,7 +17,7 @@ from adapters.text.base import (
     compact,
     tools_json,
 )
-from adapters.text.jsonscan import Verdict, read_value
+from adapters.text.jsonscan import JsonReader, Verdict, read_value
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 _FENCE = re.compile(r"```(?:json)?[ \t]*\n(?P<body>.*)\n[ \t]*```", re.DOTALL)
@@ -49,7 +49,14 @@ class GenericFormat:
         return compact({"tool_result": {"name": name, "content": result.content}})
 
     def parse_block(
-        self, text: str, start: int, marker: str, final: bool, tools: Collection[str]
+        self,
+        text: str,
+        start: int,
+        marker: str,
+        *,
+        final: bool,
+        tools: Collection[str],
+        reader: JsonReader,
     ) -> Block:
         return Verdict.INVALID
 

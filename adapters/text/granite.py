@@ -16,7 +16,7 @@ from adapters.text.base import (
     compact,
     tools_json,
 )
-from adapters.text.jsonscan import Verdict, read_value, skip_ws
+from adapters.text.jsonscan import JsonReader, Verdict, skip_ws
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 TOOL_CALL_TOKEN = "<|tool_call|>"  # noqa: S105 (a marker, not a secret)
@@ -53,9 +53,16 @@ class GraniteFormat:
         return result.content
 
     def parse_block(
-        self, text: str, start: int, marker: str, final: bool, tools: Collection[str]
+        self,
+        text: str,
+        start: int,
+        marker: str,
+        *,
+        final: bool,
+        tools: Collection[str],
+        reader: JsonReader,
     ) -> Block:
-        read = read_value(text, skip_ws(text, start + len(marker)))
+        read = reader.read_value(text, skip_ws(text, start + len(marker)))
         if isinstance(read, Verdict):
             return read
         value, end = read

@@ -24,7 +24,7 @@ from adapters.text.base import (
     compact,
     tools_json,
 )
-from adapters.text.jsonscan import Verdict, read_sequence, read_value, skip_ws
+from adapters.text.jsonscan import JsonReader, Verdict, read_value, skip_ws
 from adapters.text.pythonic import PYTHON_END, PYTHON_START, parse_call_list, strip_end_tokens
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
@@ -61,25 +61,34 @@ class Llama3Format:
         return result.content
 
     def parse_block(
-        self, text: str, start: int, marker: str, final: bool, tools: Collection[str]
+        self,
+        text: str,
+        start: int,
+        marker: str,
+        *,
+        final: bool,
+        tools: Collection[str],
+        reader: JsonReader,
     ) -> Block:
         body = start + len(marker)
         if marker == PYTHON_TAG:
-            return _json_calls(text, skip_ws(text, body), final, tools)
+            return _json_calls(text, skip_ws(text, body), final, tools, reader)
         if marker == FUNCTION:
-            return _function_block(text, body, final, tools)
+            return _function_block(text, body, final, tools, reader)
         return _python_block(text, body, final, tools)
 
     def parse_leading(self, text: str, tools: Collection[str]) -> tuple[Call, ...] | None:
-        block = _json_calls(text, 0, True, tools)
+        block = _json_calls(text, 0, True, tools, JsonReader())
         if not isinstance(block, Parsed) or text[block.end :].strip():
             return None
         return block.calls
 
 
-def _json_calls(text: str, start: int, final: bool, tools: Collection[str]) -> Block:
+def _json_calls(
+    text: str, start: int, final: bool, tools: Collection[str], reader: JsonReader
+) -> Block:
     """``{..}; {..}`` then an optional end-of-message token."""
-    read = read_sequence(text, start, final)
+    read = reader.read_sequence(text, start, final)
     if isinstance(read, Verdict):
         return read
     values, end = read
@@ -95,13 +104,15 @@ def _json_calls(text: str, start: int, final: bool, tools: Collection[str]) -> B
     return Parsed(calls, end)
 
 
-def _function_block(text: str, start: int, final: bool, tools: Collection[str]) -> Block:
+def _function_block(
+    text: str, start: int, final: bool, tools: Collection[str], reader: JsonReader
+) -> Block:
     """``<function=name>{"a": 1}</function>``."""
     named = _function_name(text, start)
     if isinstance(named, Verdict):
         return named
     name, body = named
-    read = read_value(text, skip_ws(text, body))
+    read = reader.read_value(text, skip_ws(text, body))
     if isinstance(read, Verdict):
         return read
     arguments, end = read
@@ -146,7 +157,7 @@ def _json_body(body: str, tools: Collection[str]) -> tuple[Call, ...] | None:
         if isinstance(read, Verdict) or read[1] != len(body):
             return None
         return calls_from_json(read[0], tools)
-    block = _json_calls(body, 0, True, tools)
+    block = _json_calls(body, 0, True, tools, JsonReader())
     if not isinstance(block, Parsed) or body[block.end :].strip():
         return None
     return block.calls

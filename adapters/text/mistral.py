@@ -21,7 +21,7 @@ from adapters.text.base import (
     compact,
     tools_json,
 )
-from adapters.text.jsonscan import Verdict, read_value, skip_ws
+from adapters.text.jsonscan import JsonReader, Verdict, skip_ws
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 TOOL_CALLS = "[TOOL_CALLS]"
@@ -62,24 +62,31 @@ class MistralFormat:
         return f"[TOOL_RESULTS]{compact(payload)}[/TOOL_RESULTS]"
 
     def parse_block(
-        self, text: str, start: int, marker: str, final: bool, tools: Collection[str]
+        self,
+        text: str,
+        start: int,
+        marker: str,
+        *,
+        final: bool,
+        tools: Collection[str],
+        reader: JsonReader,
     ) -> Block:
         body = skip_ws(text, start + len(marker))
         if body >= len(text):
             return Verdict.INCOMPLETE
         if text[body] in "[{":
-            read = read_value(text, body)
+            read = reader.read_value(text, body)
             if isinstance(read, Verdict):
                 return read
             calls = calls_from_json(read[0], tools)
             return Verdict.INVALID if calls is None else Parsed(calls, read[1])
-        return _named_call(text, body, tools)
+        return _named_call(text, body, tools, reader)
 
     def parse_leading(self, text: str, tools: Collection[str]) -> tuple[Call, ...] | None:
         return None
 
 
-def _named_call(text: str, start: int, tools: Collection[str]) -> Block:
+def _named_call(text: str, start: int, tools: Collection[str], reader: JsonReader) -> Block:
     """``name[ARGS]{...}`` or ``name[CALL_ID]abc123xyz[ARGS]{...}``."""
     name = _NAME.match(text, start)
     if name is None:
@@ -97,7 +104,7 @@ def _named_call(text: str, start: int, tools: Collection[str]) -> Block:
     args = _after_tag(text, pos, ARGS)
     if isinstance(args, Verdict):
         return args
-    read = read_value(text, skip_ws(text, args))
+    read = reader.read_value(text, skip_ws(text, args))
     if isinstance(read, Verdict):
         return read
     call = call_from_object({"name": name.group(), "arguments": read[0]}, tools)
@@ -107,5 +114,9 @@ def _named_call(text: str, start: int, tools: Collection[str]) -> Block:
 def _after_tag(text: str, pos: int, tag: str) -> int | Verdict:
     if text.startswith(tag, pos):
         return pos + len(tag)
-    rest = text[pos:]
-    return Verdict.INCOMPLETE if tag.startswith(rest) else Verdict.INVALID
+    rest = text[pos : pos + len(tag)]
+    return (
+        Verdict.INCOMPLETE
+        if tag.startswith(rest) and pos + len(tag) > len(text)
+        else Verdict.INVALID
+    )

@@ -21,7 +21,7 @@ from adapters.text.base import (
     compact,
     tools_json,
 )
-from adapters.text.jsonscan import Verdict
+from adapters.text.jsonscan import JsonReader, Verdict
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 PYTHON_START = "<|python_start|>"
@@ -121,7 +121,14 @@ class PythonicFormat:
         return result.content
 
     def parse_block(
-        self, text: str, start: int, marker: str, final: bool, tools: Collection[str]
+        self,
+        text: str,
+        start: int,
+        marker: str,
+        *,
+        final: bool,
+        tools: Collection[str],
+        reader: JsonReader,
     ) -> Block:
         body_start = start + len(marker)
         end = text.find(PYTHON_END, body_start)

@@ -12,7 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from adapters.text.base import Call, Item, Parsed, Reasoning, Text, ToolFormat
-from adapters.text.jsonscan import Verdict, skip_ws
+from adapters.text.jsonscan import JsonReader, Verdict, skip_ws
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,7 @@ class _Scanner:
     final: bool
     tools: Collection[str]
     leading: bool
+    reader: JsonReader
     items: list[Item] = field(default_factory=list)
 
     def run(self, pos: int) -> int:
@@ -52,19 +53,18 @@ class _Scanner:
             return pos
         text = self.text
         start = skip_ws(text, pos)
-        rest = text[start:]
         think = self.fmt.think_tags[0]
-        if rest.startswith(think):
+        if text.startswith(think, start):
             return self._marker_step(pos)
-        if any(rest.startswith(o) for o in self.fmt.openers):
+        if text.startswith(self.fmt.openers, start):
             if not self.final:
                 return None
-            calls = self.fmt.parse_leading(rest, self.tools)
+            calls = self.fmt.parse_leading(text[start:], self.tools)
             if calls is not None:
                 self._text(text[pos:start])
                 self._calls(calls)
                 return len(text)
-        elif not self.final and any(m.startswith(rest) for m in (think, *self.fmt.openers)):
+        elif not self.final and _could_start(text, start, (think, *self.fmt.openers)):
             return None  # whitespace, or the start of a marker: wait
         self.leading = False
         return pos
@@ -87,7 +87,9 @@ class _Scanner:
         return self._block(index, marker)
 
     def _block(self, index: int, marker: str) -> int | None:
-        block = self.fmt.parse_block(self.text, index, marker, self.final, self.tools)
+        block = self.fmt.parse_block(
+            self.text, index, marker, final=self.final, tools=self.tools, reader=self.reader
+        )
         if isinstance(block, Parsed):
             self._calls(block.calls)
             return block.end
@@ -119,6 +121,12 @@ class _Scanner:
         self.leading = False
 
 
+def _could_start(text: str, start: int, markers: tuple[str, ...]) -> bool:
+    """Whether the text from ``start`` to its end is the beginning of one of the markers."""
+    rest = len(text) - start
+    return any(rest < len(m) and m.startswith(text[start:]) for m in markers)
+
+
 def _find_marker(text: str, pos: int, markers: tuple[str, ...]) -> tuple[int, str] | None:
     """The earliest marker at or after ``pos`` (the longest one when several start there)."""
     best: tuple[int, str] | None = None
@@ -144,7 +152,7 @@ def _partial(text: str, pos: int, markers: tuple[str, ...]) -> int:
 
 def parse_reply(fmt: ToolFormat, text: str, tools: Collection[str]) -> Reply:
     """Content, calls and reasoning of a whole reply."""
-    scanner = _Scanner(fmt, text, final=True, tools=frozenset(tools), leading=True)
+    scanner = _Scanner(fmt, text, True, frozenset(tools), True, JsonReader())
     scanner.run(0)
     return _reply(scanner.items)
 
@@ -165,6 +173,7 @@ class StreamParser:
         self._text = ""
         self._pos = 0
         self._leading = True
+        self._reader = JsonReader()  # the text only grows, so scans resume where they stopped
 
     def feed(self, chunk: str) -> list[Item]:
         self._text += chunk
@@ -174,7 +183,7 @@ class StreamParser:
         return self._scan(final=True)
 
     def _scan(self, final: bool) -> list[Item]:
-        scanner = _Scanner(self._fmt, self._text, final, self._tools, self._leading)
+        scanner = _Scanner(self._fmt, self._text, final, self._tools, self._leading, self._reader)
         self._pos = scanner.run(self._pos)
         self._leading = scanner.leading
         return scanner.items

@@ -78,7 +78,8 @@ async def test_calls_come_back_native_and_no_tools_are_sent(
     assert (call.name, call.arguments) == ("get_weather", {"city": "Oslo"})
     assert call.id.startswith("call_")
     sent = fake.requests[0]
-    assert "tools" not in sent and "tool_choice" not in sent
+    assert "tools" not in sent
+    assert "tool_choice" not in sent
     system = sent["messages"][0]
     assert system["role"] == "system"
     assert system["content"].startswith("Be brief.\n\n# Tools")
