@@ -31,11 +31,17 @@ class _Scanner:
     leading: bool
     reader: JsonReader
     items: list[Item] = field(default_factory=list)
+    thinking: bool = False  # inside a reasoning block
 
     def run(self, pos: int) -> int:
         """Scan from ``pos``; returns the index up to which the text is settled."""
         while pos < len(self.text):
-            step = self._leading_step(pos) if self.leading else self._marker_step(pos)
+            if self.thinking:
+                step = self._reasoning(pos)
+            elif self.leading:
+                step = self._leading_step(pos)
+            else:
+                step = self._marker_step(pos)
             if step is None:
                 break
             pos = step
@@ -98,17 +104,28 @@ class _Scanner:
         self._text(marker)  # not a call: the marker is the model's text
         return index + len(marker)
 
-    def _think(self, index: int) -> int | None:
-        opener, closer = self.fmt.think_tags
-        start = index + len(opener)
-        close = self.text.find(closer, start)
-        if close < 0:
-            if not self.final:
-                return None
-            self.items.append(Reasoning(self.text[start:]))  # cut off while reasoning
-            return len(self.text)
-        self.items.append(Reasoning(self.text[start:close]))
-        return close + len(closer)
+    def _think(self, index: int) -> int:
+        self.thinking = True
+        return index + len(self.fmt.think_tags[0])
+
+    def _reasoning(self, pos: int) -> int | None:
+        """Reasoning streams as it comes, up to a possible partial closing tag."""
+        text, closer = self.text, self.fmt.think_tags[1]
+        close = text.find(closer, pos)
+        if close >= 0:
+            self._reason(text[pos:close])
+            self.thinking = False
+            return close + len(closer)
+        # A reply cut off while reasoning: all of it is reasoning.
+        end = len(text) if self.final else len(text) - _partial(text, pos, (closer,))
+        if end == pos:
+            return None
+        self._reason(text[pos:end])
+        return end
+
+    def _reason(self, text: str) -> None:
+        if text:
+            self.items.append(Reasoning(text))
 
     def _text(self, text: str) -> None:
         if text:
@@ -173,6 +190,7 @@ class StreamParser:
         self._text = ""
         self._pos = 0
         self._leading = True
+        self._thinking = False
         self._reader = JsonReader()  # the text only grows, so scans resume where they stopped
 
     def feed(self, chunk: str) -> list[Item]:
@@ -183,9 +201,18 @@ class StreamParser:
         return self._scan(final=True)
 
     def _scan(self, final: bool) -> list[Item]:
-        scanner = _Scanner(self._fmt, self._text, final, self._tools, self._leading, self._reader)
+        scanner = _Scanner(
+            self._fmt,
+            self._text,
+            final,
+            self._tools,
+            self._leading,
+            self._reader,
+            thinking=self._thinking,
+        )
         self._pos = scanner.run(self._pos)
         self._leading = scanner.leading
+        self._thinking = scanner.thinking
         return scanner.items
 
 
