@@ -11,7 +11,6 @@ driver (``adapters.text.scan``) can run every format whole or streamed with iden
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -150,10 +149,6 @@ def choice_instruction(choice: ToolChoice | None) -> str:
     if choice is not None and not isinstance(choice, str):
         return f"\nYou must call the function `{choice.name}`."
     return ""
-
-
-def compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
 
 
 def closing_pending(text: str, pos: int, closer: str) -> bool:

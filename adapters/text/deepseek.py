@@ -23,10 +23,9 @@ from adapters.text.base import (
     call_from_object,
     choice_instruction,
     closing_pending,
-    compact,
     tools_json,
 )
-from adapters.text.jsonscan import JsonReader, Verdict, skip_ws
+from adapters.text.jsonscan import JsonReader, Verdict, dumps, skip_ws
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 
@@ -59,7 +58,7 @@ class DeepSeekFormat:
             "## Tools\nYou have access to the following tools:\n\n"
             + "\n".join(
                 f"### {t['name']}\nDescription: {t['description']}\n\n"
-                f"Parameters: {compact(t['parameters'])}\n"
+                f"Parameters: {dumps(t['parameters'])}\n"
                 for t in tools_json(tools, wrapped=False)
             )
             + "\nIMPORTANT: ALWAYS adhere to this exact format for tool use:\n"
@@ -69,7 +68,7 @@ class DeepSeekFormat:
         )
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
-        body = "".join(f"{CALL_BEGIN}{c.name}{SEP}{compact(c.arguments)}{CALL_END}" for c in calls)
+        body = "".join(f"{CALL_BEGIN}{c.name}{SEP}{dumps(c.arguments)}{CALL_END}" for c in calls)
         return f"{CALLS_BEGIN}{body}{CALLS_END}"
 
     def render_result(self, result: ToolResultMessage, name: str) -> str:

@@ -14,10 +14,9 @@ from adapters.text.base import (
     call_from_object,
     calls_from_values,
     choice_instruction,
-    compact,
     tools_json,
 )
-from adapters.text.jsonscan import JsonReader, Verdict, read_value
+from adapters.text.jsonscan import JsonReader, Verdict, dumps, read_value
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 _FENCE = re.compile(r"```(?:json)?[ \t]*\n(?P<body>.*)\n[ \t]*```", re.DOTALL)
@@ -34,7 +33,7 @@ class GenericFormat:
     def render_tools(self, tools: Sequence[ToolSpec], choice: ToolChoice | None) -> str:
         return (
             "You can call these tools (JSON Schema parameters):\n"
-            f"{compact(tools_json(tools, wrapped=False))}\n\n"
+            f"{dumps(tools_json(tools, wrapped=False))}\n\n"
             "To call a tool, reply with only a JSON object and nothing else:\n"
             '{"name": "<tool name>", "arguments": {<arguments>}}\n'
             'To call several tools at once: {"tool_calls": [<call>, <call>]}\n'
@@ -43,10 +42,10 @@ class GenericFormat:
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
         objects = [{"name": c.name, "arguments": c.arguments} for c in calls]
-        return compact(objects[0] if len(objects) == 1 else {"tool_calls": objects})
+        return dumps(objects[0] if len(objects) == 1 else {"tool_calls": objects})
 
     def render_result(self, result: ToolResultMessage, name: str) -> str:
-        return compact({"tool_result": {"name": name, "content": result.content}})
+        return dumps({"tool_result": {"name": name, "content": result.content}})
 
     def parse_block(
         self,

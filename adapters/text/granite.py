@@ -13,10 +13,9 @@ from adapters.text.base import (
     calls_from_json,
     choice_instruction,
     closing_pending,
-    compact,
     tools_json,
 )
-from adapters.text.jsonscan import JsonReader, Verdict, skip_ws
+from adapters.text.jsonscan import JsonReader, Verdict, dumps, skip_ws
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 TOOL_CALL_TOKEN = "<|tool_call|>"  # noqa: S105 (a marker, not a secret)
@@ -39,15 +38,13 @@ class GraniteFormat:
             "You are a helpful assistant with access to the following function calls. Your "
             "task is to produce a list of function calls necessary to generate response to the "
             "user utterance. Use the following function calls as required.\n"
-            f"<|tool|>{compact(tools_json(tools, wrapped=False))}<|end_of_tool|>\n"
+            f"<|tool|>{dumps(tools_json(tools, wrapped=False))}<|end_of_tool|>\n"
             'To call functions, answer with <|tool_call|>[{"name": ..., "arguments": {...}}].'
             + choice_instruction(choice)
         )
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
-        return TOOL_CALL_TOKEN + compact(
-            [{"name": c.name, "arguments": c.arguments} for c in calls]
-        )
+        return TOOL_CALL_TOKEN + dumps([{"name": c.name, "arguments": c.arguments} for c in calls])
 
     def render_result(self, result: ToolResultMessage, name: str) -> str:
         return result.content

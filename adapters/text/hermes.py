@@ -13,10 +13,9 @@ from adapters.text.base import (
     call_from_object,
     choice_instruction,
     closing_pending,
-    compact,
     tools_json,
 )
-from adapters.text.jsonscan import JsonReader, Verdict, skip_ws
+from adapters.text.jsonscan import JsonReader, Verdict, dumps, skip_ws
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 OPEN = "<tool_call>"
@@ -32,7 +31,7 @@ class HermesFormat:
     results_as_tool_role: bool = False
 
     def render_tools(self, tools: Sequence[ToolSpec], choice: ToolChoice | None) -> str:
-        signatures = "\n".join(compact(t) for t in tools_json(tools))
+        signatures = "\n".join(dumps(t) for t in tools_json(tools))
         return (
             "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
             "You are provided with function signatures within <tools></tools> XML tags:\n"
@@ -45,7 +44,7 @@ class HermesFormat:
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
         return "\n".join(
-            f"{OPEN}\n{compact({'name': c.name, 'arguments': c.arguments})}\n{CLOSE}" for c in calls
+            f"{OPEN}\n{dumps({'name': c.name, 'arguments': c.arguments})}\n{CLOSE}" for c in calls
         )
 
     def render_result(self, result: ToolResultMessage, name: str) -> str:

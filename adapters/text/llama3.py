@@ -21,10 +21,9 @@ from adapters.text.base import (
     calls_from_values,
     choice_instruction,
     closing_pending,
-    compact,
     tools_json,
 )
-from adapters.text.jsonscan import JsonReader, Verdict, read_value, skip_ws
+from adapters.text.jsonscan import JsonReader, Verdict, dumps, read_value, skip_ws
 from adapters.text.pythonic import PYTHON_END, PYTHON_START, parse_call_list, strip_end_tokens
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
@@ -44,7 +43,7 @@ class Llama3Format:
     results_as_tool_role: bool = True
 
     def render_tools(self, tools: Sequence[ToolSpec], choice: ToolChoice | None) -> str:
-        functions = "\n\n".join(compact(t) for t in tools_json(tools))
+        functions = "\n\n".join(dumps(t) for t in tools_json(tools))
         return (
             "Environment: ipython\n\n"
             "Given the following functions, please respond with a JSON for a function call "
@@ -55,7 +54,7 @@ class Llama3Format:
         )
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:
-        return "; ".join(compact({"name": c.name, "parameters": c.arguments}) for c in calls)
+        return "; ".join(dumps({"name": c.name, "parameters": c.arguments}) for c in calls)
 
     def render_result(self, result: ToolResultMessage, name: str) -> str:
         return result.content

@@ -18,10 +18,9 @@ from adapters.text.base import (
     call_from_object,
     calls_from_json,
     choice_instruction,
-    compact,
     tools_json,
 )
-from adapters.text.jsonscan import JsonReader, Verdict, skip_ws
+from adapters.text.jsonscan import JsonReader, Verdict, dumps, skip_ws
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 TOOL_CALLS = "[TOOL_CALLS]"
@@ -46,7 +45,7 @@ class MistralFormat:
 
     def render_tools(self, tools: Sequence[ToolSpec], choice: ToolChoice | None) -> str:
         return (
-            f"[AVAILABLE_TOOLS]{compact(tools_json(tools))}[/AVAILABLE_TOOLS]\n"
+            f"[AVAILABLE_TOOLS]{dumps(tools_json(tools))}[/AVAILABLE_TOOLS]\n"
             "To call tools, answer with [TOOL_CALLS] followed by a JSON array of "
             '{"name": ..., "arguments": {...}} objects.' + choice_instruction(choice)
         )
@@ -55,11 +54,11 @@ class MistralFormat:
         objects = [
             {"name": c.name, "arguments": c.arguments, "id": mistral_id(c.id)} for c in calls
         ]
-        return TOOL_CALLS + compact(objects)
+        return TOOL_CALLS + dumps(objects)
 
     def render_result(self, result: ToolResultMessage, name: str) -> str:
         payload = {"content": result.content, "call_id": mistral_id(result.tool_call_id)}
-        return f"[TOOL_RESULTS]{compact(payload)}[/TOOL_RESULTS]"
+        return f"[TOOL_RESULTS]{dumps(payload)}[/TOOL_RESULTS]"
 
     def parse_block(
         self,

@@ -18,10 +18,9 @@ from adapters.text.base import (
     Call,
     Parsed,
     choice_instruction,
-    compact,
     tools_json,
 )
-from adapters.text.jsonscan import JsonReader, Verdict
+from adapters.text.jsonscan import JsonReader, Verdict, dumps
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 PYTHON_START = "<|python_start|>"
@@ -111,7 +110,7 @@ class PythonicFormat:
             "func_name2(params)]\n"
             "You SHOULD NOT include any other text in the response if you call a function.\n\n"
             "Here is a list of functions in JSON format that you can invoke.\n\n"
-            f"{compact(tools_json(tools, wrapped=False))}" + choice_instruction(choice)
+            f"{dumps(tools_json(tools, wrapped=False))}" + choice_instruction(choice)
         )
 
     def render_calls(self, calls: Sequence[ToolCall]) -> str:

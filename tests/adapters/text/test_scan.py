@@ -1,8 +1,15 @@
 from __future__ import annotations
 
-from adapters.text.base import Reasoning, Text
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adapters.text.base import Reasoning, Text, ToolFormat
 from adapters.text.hermes import HermesFormat
 from adapters.text.scan import ContentTrim, StreamParser
+from adapters.text.select import FORMATS
+from tests.adapters.text.corpus import stream, whole
+from tests.adapters.text.strategies import random_chunks
 
 TOOLS = frozenset({"get_time"})
 
@@ -37,3 +44,54 @@ def test_content_trim_holds_trailing_whitespace_until_more_content() -> None:
         " \nthere",
         "",
     ]
+
+
+FRAGMENTS = st.sampled_from(
+    [
+        "Sure. ",
+        " ",
+        "\n",
+        "é😀",
+        "{",
+        "}",
+        "[",
+        "]",
+        '"',
+        "\\",
+        ";",
+        "<think>",
+        "</think>",
+        "[THINK]",
+        "[/THINK]",
+        "```json\n",
+        "\n```",
+        '{"name": "get_time", "arguments": {}}',
+        '{"name": "get_time", "parameters": {"tz": "}"}}',
+        "get_time()",
+        "[get_time(tz='UTC')]",
+        '{"q": "x"}',
+    ]
+)
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS.values()), ids=lambda f: f.name)
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_any_chunking_of_any_text_streams_like_the_whole(
+    fmt: ToolFormat, data: st.DataObject
+) -> None:
+    pieces = st.one_of(FRAGMENTS, st.sampled_from(fmt.markers or ("<",)), st.text(max_size=4))
+    text = "".join(data.draw(st.lists(pieces, max_size=10)))
+    if fmt.markers:  # a marker cut anywhere, then the rest of the reply
+        marker = data.draw(st.sampled_from(fmt.markers))
+        text += marker[: data.draw(st.integers(0, len(marker)))]
+    tools = frozenset({"get_time"})
+    reply = whole(fmt, text, tools)
+    streamed = stream(fmt, random_chunks(text, data.draw(st.randoms(use_true_random=False))), tools)
+    assert (streamed.content, streamed.calls, streamed.reasoning) == (
+        reply.content,
+        [(c.name, c.arguments) for c in reply.calls],
+        reply.reasoning,
+    )
+    one_char = stream(fmt, list(text), tools)
+    assert (one_char.content, one_char.calls) == (streamed.content, streamed.calls)
