@@ -15,11 +15,14 @@ from llm_service.types import (
     AssistantMessage,
     ChatRequest,
     ChatResponse,
+    Message,
     StreamDone,
+    StreamEvent,
     SystemMessage,
     TextDelta,
     ToolCall,
     ToolCallDelta,
+    ToolChoice,
     ToolResultMessage,
     ToolSpec,
     UserMessage,
@@ -32,12 +35,12 @@ WEATHER = ToolSpec(
 HERMES_CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>'
 
 
-def ask(
-    *messages: object, tools: tuple[ToolSpec, ...] = (WEATHER,), **extra: object
-) -> ChatRequest:
+def ask(*messages: Message, tool_choice: ToolChoice | None = None) -> ChatRequest:
     return ChatRequest(
-        messages=messages or (UserMessage("Weather in Oslo?"),), tools=tools, **extra
-    )  # type: ignore[arg-type]
+        messages=messages or (UserMessage("Weather in Oslo?"),),
+        tools=(WEATHER,),
+        tool_choice=tool_choice,
+    )
 
 
 @pytest.fixture
@@ -56,7 +59,7 @@ def hermes(inner: OpenAIAdapter) -> TextToolsAdapter:
 
 async def collect(
     adapter: TextToolsAdapter, request: ChatRequest
-) -> tuple[list[object], ChatResponse]:
+) -> tuple[list[StreamEvent], ChatResponse]:
     events = [e async for e in adapter.stream(request)]
     done = events[-1]
     assert isinstance(done, StreamDone)

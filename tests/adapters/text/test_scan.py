@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.text.base import Reasoning, Text, ToolFormat
+from adapters.text.base import Call, Reasoning, Text, ToolFormat
 from adapters.text.hermes import HermesFormat
 from adapters.text.scan import ContentTrim, StreamParser
 from adapters.text.select import FORMATS
@@ -28,8 +28,7 @@ def test_a_call_is_emitted_once_as_soon_as_its_block_closes() -> None:
     parser = StreamParser(HermesFormat(), TOOLS)
 
     assert parser.feed('<tool_call>{"name": "get_time", "arguments": {}}') == []
-    [call] = parser.feed("</tool_call>")
-    assert call.name == "get_time"
+    assert parser.feed("</tool_call>") == [Call("get_time", {})]
     assert parser.feed(" after") == [Text(" after")]
     assert parser.finish() == []
 
