@@ -15,7 +15,7 @@ from dataclasses import replace
 from adapters.text.base import Call, Item, Reasoning, Text, ToolFormat
 from adapters.text.history import declared_tools, text_request
 from adapters.text.jsonscan import dumps
-from adapters.text.scan import ContentTrim, StreamParser, parse_reply
+from adapters.text.scan import ContentJoin, StreamParser, parse_reply
 from adapters.text.select import resolve
 from llm_service.adapter import ChatAdapter
 from llm_service.assemble import StreamAssembler, finish_reason
@@ -99,7 +99,7 @@ class ReplyEvents:
 
     def __init__(self, fmt: ToolFormat, tools: Iterable[str], new_id: Callable[[], str]) -> None:
         self._parser = StreamParser(fmt, frozenset(tools))
-        self._trim = ContentTrim()
+        self._content = ContentJoin()
         self._new_id = new_id
         self._calls = 0
 
@@ -111,15 +111,20 @@ class ReplyEvents:
         # Native ToolCallDeltas cannot occur: the request carried no tools.
 
     def finish(self) -> Iterator[StreamEvent]:
-        return self._events(self._parser.finish())
+        yield from self._events(self._parser.finish())
+        rest = self._content.finish()
+        if rest:
+            yield TextDelta(rest)
 
     def _events(self, items: list[Item]) -> Iterator[StreamEvent]:
         for item in items:
             if isinstance(item, Text):
-                text = self._trim.push(item.text)
+                text = self._content.text(item.text)
                 if text:
                     yield TextDelta(text)
-            elif isinstance(item, Reasoning):
+                continue
+            self._content.block()
+            if isinstance(item, Reasoning):
                 yield ThinkingDelta(item.text)
             else:
                 yield self._call(item)

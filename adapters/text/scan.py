@@ -175,10 +175,17 @@ def parse_reply(fmt: ToolFormat, text: str, tools: Collection[str]) -> Reply:
 
 
 def _reply(items: list[Item]) -> Reply:
-    content = "".join(i.text for i in items if isinstance(i, Text)).strip()
+    join = ContentJoin()
+    parts: list[str] = []
+    for item in items:
+        if isinstance(item, Text):
+            parts.append(join.text(item.text))
+        else:
+            join.block()
+    parts.append(join.finish())
     reasoning = "".join(i.text for i in items if isinstance(i, Reasoning))
     calls = tuple(i for i in items if isinstance(i, Call))
-    return Reply(content or None, calls, reasoning or None)
+    return Reply("".join(parts) or None, calls, reasoning or None)
 
 
 class StreamParser:
@@ -216,24 +223,34 @@ class StreamParser:
         return scanner.items
 
 
-class ContentTrim:
-    """Streams content the way ``parse_reply`` reports it: without surrounding whitespace.
-
-    Leading whitespace is dropped and trailing whitespace is held until more content follows,
-    so the concatenated deltas equal the stripped whole-reply content.
+class ContentJoin:
+    """Content as the caller sees it: the model's text, unchanged, except the whitespace that
+    only spaced out call and reasoning blocks (before a block, and after one that opens the
+    reply). Whole replies and streams both go through it, so they agree for any chunking.
     """
 
     def __init__(self) -> None:
-        self._started = False
-        self._pending = ""
+        self._pending = ""  # trailing whitespace, held until it is known what follows
+        self._strip_leading = False
+        self._emitted = False
 
-    def push(self, text: str) -> str:
-        if not self._started:
+    def text(self, text: str) -> str:
+        if self._strip_leading:
             text = text.lstrip()
             if not text:
                 return ""
-            self._started = True
+            self._strip_leading = False
         text = self._pending + text
         body = text.rstrip()
         self._pending = text[len(body) :]
+        self._emitted = self._emitted or bool(body)
         return body
+
+    def block(self) -> None:
+        """A call or reasoning block comes next."""
+        self._pending = ""
+        self._strip_leading = not self._emitted
+
+    def finish(self) -> str:
+        rest, self._pending = self._pending, ""
+        return rest

@@ -32,7 +32,7 @@ CASES = [
         "text around and two calls",
         'Let me look.\n<tool_call>{"name": "get_weather", "arguments": {"city": "A"}}'
         '</tool_call>\n<tool_call>{"name": "get_time", "arguments": {}}</tool_call>\nDone.',
-        "Let me look.\n\n\nDone.",
+        "Let me look.\nDone.",
         [(W, {"city": "A"}), ("get_time", {})],
     ),
     Case(
@@ -59,6 +59,12 @@ CASES = [
         "truncated call stays text",
         'Sure.<tool_call>{"name": "get_time", "arguments": {"tz": "UT',
         'Sure.<tool_call>{"name": "get_time", "arguments": {"tz": "UT',
+    ),
+    Case("plain reply is unchanged, whitespace too", "  Hello\n\n", "  Hello\n\n"),
+    Case(
+        "truncated reply is unchanged",
+        '\nOK <tool_call>{"name": "get_time", "argu\n',
+        '\nOK <tool_call>{"name": "get_time", "argu\n',
     ),
     Case(
         "undeclared tool stays text",

@@ -40,7 +40,7 @@ CASES = [
     Case(
         "function tag",
         'Sure. <function=search>{"q": "a } </function> b"}</function> ok',
-        "Sure.  ok",
+        "Sure. ok",
         [("search", {"q": "a } </function> b"})],
     ),
     Case(

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from adapters.text.base import Call, Reasoning, Text, ToolFormat
 from adapters.text.hermes import HermesFormat
-from adapters.text.scan import ContentTrim, StreamParser
+from adapters.text.scan import ContentJoin, StreamParser
 from adapters.text.select import FORMATS
 from tests.adapters.text.corpus import stream, whole
 from tests.adapters.text.strategies import random_chunks
@@ -33,16 +33,23 @@ def test_a_call_is_emitted_once_as_soon_as_its_block_closes() -> None:
     assert parser.finish() == []
 
 
-def test_content_trim_holds_trailing_whitespace_until_more_content() -> None:
-    trim = ContentTrim()
+def test_only_whitespace_spacing_out_blocks_is_dropped() -> None:
+    join = ContentJoin()
 
-    assert [trim.push(t) for t in ["\n ", "Hi", " \n", "there", "  "]] == [
-        "",
-        "Hi",
-        "",
-        " \nthere",
-        "",
-    ]
+    pieces = [join.text(" Hi"), join.text(" \n"), join.text("there\n")]
+    join.block()  # a call: the whitespace before it goes
+    pieces += [join.text("  after"), join.text("\n")]
+    pieces.append(join.finish())
+
+    assert pieces == [" Hi", "", " \nthere", "  after", "", "\n"]
+
+
+def test_whitespace_after_a_block_that_opens_the_reply_is_dropped() -> None:
+    join = ContentJoin()
+
+    join.block()
+
+    assert [join.text("\n\n"), join.text(" Answer "), join.finish()] == ["", "Answer", " "]
 
 
 FRAGMENTS = st.sampled_from(
