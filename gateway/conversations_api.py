@@ -66,7 +66,10 @@ async def create_conversation(
     return json_response(conversation.to_json(), 201)
 
 
-@router.post("/{conversation_id}/messages")
+@router.post(
+    "/{conversation_id}/messages",
+    responses=sse.stream_responses("The turn's result, or with `stream: true` its typed events"),
+)
 async def send_message(
     conversation_id: str,
     body: NewMessage,
@@ -134,7 +137,10 @@ async def get_conversation(
     )
 
 
-@router.get("/{conversation_id}/events")
+@router.get(
+    "/{conversation_id}/events",
+    responses=sse.stream_responses("The turn's durable events", json_too=False),
+)
 async def follow_events(
     conversation_id: str,
     principal: CurrentPrincipal,

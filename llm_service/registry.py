@@ -139,4 +139,9 @@ def _deploy(
         api_key = environ.get(config.api_key_env) or None
         if api_key is None:
             return Deployment(config, None, f"environment variable {config.api_key_env} is not set")
-    return Deployment(config, factory(config, api_key))
+    adapter = factory(config, api_key)
+    if config.tool_format != "native":  # a raw-text model: tool calling through its prompt
+        from adapters.text.adapter import with_text_tools
+
+        adapter = with_text_tools(config, adapter)
+    return Deployment(config, adapter)

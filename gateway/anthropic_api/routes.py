@@ -8,6 +8,7 @@ from collections.abc import AsyncGenerator
 from fastapi import APIRouter, Request
 from starlette.responses import Response, StreamingResponse
 
+from gateway import sse
 from gateway.anthropic_api.convert import message_json, to_chat_request
 from gateway.anthropic_api.errors import AnthropicRoute
 from gateway.anthropic_api.schemas import MessagesRequest
@@ -45,7 +46,11 @@ def _stream(
     return services.registry.adapter(model).stream(request)
 
 
-@router.post("/messages", response_model=None)
+@router.post(
+    "/messages",
+    response_model=None,
+    responses=sse.stream_responses("A message, or with `stream: true` Messages API events"),
+)
 async def create_message(
     body: MessagesRequest,
     request: Request,

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response, StreamingResponse
 
+from gateway import sse
 from gateway.auth import CurrentPrincipal, ServicesDep
 from gateway.context import RequestContext, request_context
 from gateway.errors import PermissionDenied
@@ -34,13 +35,9 @@ from llm_service.types import (
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-# Documented so clients and contract tests know a 200 may be a server-sent event stream.
-CHAT_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {
-        "description": "A chat.completion, or with `stream: true` chat.completion.chunk events",
-        "content": {"application/json": {}, "text/event-stream": {}},
-    }
-}
+CHAT_RESPONSES = sse.stream_responses(
+    "A chat.completion, or with `stream: true` chat.completion.chunk events"
+)
 
 
 def _authorize_model(services: Services, principal: Principal, name: str) -> None:

@@ -1,0 +1,77 @@
+"""Rewriting a canonical request for a model that only reads and writes text.
+
+Tools go into the system prompt in the family's style and no native ``tools`` are sent.
+Assistant tool calls become the text the model itself would have written. Tool results become
+user text in the family's style, or stay ``tool`` messages where the family's chat template
+renders them itself (the Llama templates turn ``tool`` into the ``ipython`` role).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from adapters.text.base import ToolFormat
+from llm_service.types import (
+    AssistantMessage,
+    ChatRequest,
+    Message,
+    SystemMessage,
+    ToolResultMessage,
+    UserMessage,
+)
+
+
+def declared_tools(request: ChatRequest) -> frozenset[str]:
+    """The tools a call may name; none when the caller said ``tool_choice: none``."""
+    if request.tool_choice == "none":
+        return frozenset()
+    return frozenset(t.name for t in request.tools)
+
+
+def text_request(request: ChatRequest, fmt: ToolFormat) -> ChatRequest:
+    messages = _history(request.messages, fmt)
+    if declared_tools(request):
+        messages = _with_tools_prompt(
+            messages, fmt.render_tools(request.tools, request.tool_choice)
+        )
+    return replace(request, messages=messages, tools=(), tool_choice=None, parallel_tool_calls=None)
+
+
+def _with_tools_prompt(messages: tuple[Message, ...], prompt: str) -> tuple[Message, ...]:
+    if messages and isinstance(messages[0], SystemMessage):
+        first = SystemMessage(f"{messages[0].content}\n\n{prompt}")
+        return (first, *messages[1:])
+    return (SystemMessage(prompt), *messages)
+
+
+def _history(messages: tuple[Message, ...], fmt: ToolFormat) -> tuple[Message, ...]:
+    names: dict[str, str] = {}
+    out: list[Message] = []
+    results: list[str] = []
+    for message in messages:
+        if isinstance(message, ToolResultMessage) and not fmt.results_as_tool_role:
+            name = message.name or names.get(message.tool_call_id, "")
+            results.append(fmt.render_result(message, name))
+            continue
+        if results:  # consecutive results travel together in one user turn
+            out.append(UserMessage("\n".join(results)))
+            results = []
+        if isinstance(message, AssistantMessage):
+            names.update((c.id, c.name) for c in message.tool_calls)
+            out.append(_assistant(message, fmt))
+        elif isinstance(message, ToolResultMessage):
+            name = message.name or names.get(message.tool_call_id, "")
+            out.append(replace(message, content=fmt.render_result(message, name)))
+        else:
+            out.append(message)
+    if results:
+        out.append(UserMessage("\n".join(results)))
+    return tuple(out)
+
+
+def _assistant(message: AssistantMessage, fmt: ToolFormat) -> AssistantMessage:
+    if not message.tool_calls:
+        return AssistantMessage(content=message.content)
+    calls = fmt.render_calls(message.tool_calls)
+    content = f"{message.content}\n{calls}" if message.content else calls
+    return AssistantMessage(content=content)

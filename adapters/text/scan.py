@@ -1,0 +1,256 @@
+"""One driver runs every format over a whole reply or a stream, with the same result.
+
+The scanner reads left to right and *settles* text only when nothing that follows can change
+what it is: content up to a possible partial marker, a call block once it is complete. A stream
+rescans only the unsettled tail on each chunk, so whatever it has emitted is exactly what the
+whole-reply scan produces for that part, for any chunking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from adapters.text.base import Call, Item, Parsed, Reasoning, Text, ToolFormat
+from adapters.text.jsonscan import JsonReader, Verdict, skip_ws
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    content: str | None
+    calls: tuple[Call, ...]
+    reasoning: str | None
+
+
+@dataclass
+class _Scanner:
+    fmt: ToolFormat
+    text: str
+    final: bool
+    tools: Collection[str]
+    leading: bool
+    reader: JsonReader
+    items: list[Item] = field(default_factory=list)
+    thinking: bool = False  # inside a reasoning block
+
+    def run(self, pos: int) -> int:
+        """Scan from ``pos``; returns the index up to which the text is settled."""
+        while pos < len(self.text):
+            if self.thinking:
+                step = self._reasoning(pos)
+            elif self.leading:
+                step = self._leading_step(pos)
+            else:
+                step = self._marker_step(pos)
+            if step is None:
+                break
+            pos = step
+        return pos
+
+    @property
+    def _markers(self) -> tuple[str, ...]:
+        think = self.fmt.think_tags[0]
+        return (think, *self.fmt.markers) if self.tools else (think,)
+
+    def _leading_step(self, pos: int) -> int | None:
+        """At the reply's start (only whitespace or reasoning so far): a whole-reply call?"""
+        if not (self.tools and self.fmt.openers):
+            self.leading = False
+            return pos
+        text = self.text
+        start = skip_ws(text, pos)
+        think = self.fmt.think_tags[0]
+        if text.startswith(think, start):
+            return self._marker_step(pos)
+        if text.startswith(self.fmt.openers, start):
+            if not self.final:
+                return None
+            calls = self.fmt.parse_leading(text[start:], self.tools)
+            if calls is not None:
+                self._text(text[pos:start])
+                self._calls(calls)
+                return len(text)
+        elif not self.final and _could_start(text, start, (think, *self.fmt.openers)):
+            return None  # whitespace, or the start of a marker: wait
+        self.leading = False
+        return pos
+
+    def _marker_step(self, pos: int) -> int | None:
+        text = self.text
+        found = _find_marker(text, pos, self._markers)
+        if found is None:
+            end = len(text) if self.final else len(text) - _partial(text, pos, self._markers)
+            if end == pos:
+                return None
+            self._text(text[pos:end])
+            return end
+        index, marker = found
+        if index > pos:
+            self._text(text[pos:index])
+            return index
+        if marker == self.fmt.think_tags[0]:
+            return self._think(index)
+        return self._block(index, marker)
+
+    def _block(self, index: int, marker: str) -> int | None:
+        block = self.fmt.parse_block(
+            self.text, index, marker, final=self.final, tools=self.tools, reader=self.reader
+        )
+        if isinstance(block, Parsed):
+            self._calls(block.calls)
+            return block.end
+        if block is Verdict.INCOMPLETE and not self.final:
+            return None
+        self._text(marker)  # not a call: the marker is the model's text
+        return index + len(marker)
+
+    def _think(self, index: int) -> int:
+        self.thinking = True
+        return index + len(self.fmt.think_tags[0])
+
+    def _reasoning(self, pos: int) -> int | None:
+        """Reasoning streams as it comes, up to a possible partial closing tag."""
+        text, closer = self.text, self.fmt.think_tags[1]
+        close = text.find(closer, pos)
+        if close >= 0:
+            self._reason(text[pos:close])
+            self.thinking = False
+            return close + len(closer)
+        # A reply cut off while reasoning: all of it is reasoning.
+        end = len(text) if self.final else len(text) - _partial(text, pos, (closer,))
+        if end == pos:
+            return None
+        self._reason(text[pos:end])
+        return end
+
+    def _reason(self, text: str) -> None:
+        if text:
+            self.items.append(Reasoning(text))
+
+    def _text(self, text: str) -> None:
+        if text:
+            self.items.append(Text(text))
+            if not text.isspace():
+                self.leading = False
+
+    def _calls(self, calls: tuple[Call, ...]) -> None:
+        self.items.extend(calls)
+        self.leading = False
+
+
+def _could_start(text: str, start: int, markers: tuple[str, ...]) -> bool:
+    """Whether the text from ``start`` to its end is the beginning of one of the markers."""
+    rest = len(text) - start
+    return any(rest < len(m) and m.startswith(text[start:]) for m in markers)
+
+
+def _find_marker(text: str, pos: int, markers: tuple[str, ...]) -> tuple[int, str] | None:
+    """The earliest marker at or after ``pos`` (the longest one when several start there)."""
+    best: tuple[int, str] | None = None
+    for marker in markers:
+        index = text.find(marker, pos)
+        if index < 0:
+            continue
+        if best is None or index < best[0] or (index == best[0] and len(marker) > len(best[1])):
+            best = (index, marker)
+    return best
+
+
+def _partial(text: str, pos: int, markers: tuple[str, ...]) -> int:
+    """How many characters at the end of the text could be the start of a marker."""
+    longest = 0
+    for marker in markers:
+        for size in range(min(len(marker) - 1, len(text) - pos), longest, -1):
+            if text.endswith(marker[:size]):
+                longest = size
+                break
+    return longest
+
+
+def parse_reply(fmt: ToolFormat, text: str, tools: Collection[str]) -> Reply:
+    """Content, calls and reasoning of a whole reply."""
+    scanner = _Scanner(fmt, text, True, frozenset(tools), True, JsonReader())
+    scanner.run(0)
+    return _reply(scanner.items)
+
+
+def _reply(items: list[Item]) -> Reply:
+    join = ContentJoin()
+    parts: list[str] = []
+    for item in items:
+        if isinstance(item, Text):
+            parts.append(join.text(item.text))
+        else:
+            join.block()
+    parts.append(join.finish())
+    reasoning = "".join(i.text for i in items if isinstance(i, Reasoning))
+    calls = tuple(i for i in items if isinstance(i, Call))
+    return Reply("".join(parts) or None, calls, reasoning or None)
+
+
+class StreamParser:
+    """Feed text as it arrives; get back the items that are settled so far."""
+
+    def __init__(self, fmt: ToolFormat, tools: Collection[str]) -> None:
+        self._fmt = fmt
+        self._tools = frozenset(tools)
+        self._text = ""
+        self._pos = 0
+        self._leading = True
+        self._thinking = False
+        self._reader = JsonReader()  # the text only grows, so scans resume where they stopped
+
+    def feed(self, chunk: str) -> list[Item]:
+        self._text += chunk
+        return self._scan(final=False)
+
+    def finish(self) -> list[Item]:
+        return self._scan(final=True)
+
+    def _scan(self, final: bool) -> list[Item]:
+        scanner = _Scanner(
+            self._fmt,
+            self._text,
+            final,
+            self._tools,
+            self._leading,
+            self._reader,
+            thinking=self._thinking,
+        )
+        self._pos = scanner.run(self._pos)
+        self._leading = scanner.leading
+        self._thinking = scanner.thinking
+        return scanner.items
+
+
+class ContentJoin:
+    """Content as the caller sees it: the model's text, unchanged, except the whitespace that
+    only spaced out call and reasoning blocks (before a block, and after one that opens the
+    reply). Whole replies and streams both go through it, so they agree for any chunking.
+    """
+
+    def __init__(self) -> None:
+        self._pending = ""  # trailing whitespace, held until it is known what follows
+        self._strip_leading = False
+        self._emitted = False
+
+    def text(self, text: str) -> str:
+        if self._strip_leading:
+            text = text.lstrip()
+            if not text:
+                return ""
+            self._strip_leading = False
+        text = self._pending + text
+        body = text.rstrip()
+        self._pending = text[len(body) :]
+        self._emitted = self._emitted or bool(body)
+        return body
+
+    def block(self) -> None:
+        """A call or reasoning block comes next."""
+        self._pending = ""
+        self._strip_leading = not self._emitted
+
+    def finish(self) -> str:
+        rest, self._pending = self._pending, ""
+        return rest
