@@ -56,7 +56,10 @@ _MISTRAL_PREFIXES = ("mistral/", "codestral/", "text-completion-codestral/")
 def load_litellm() -> ModuleType:
     """Import LiteLLM without it fetching its price list from the internet at import time."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    return importlib.import_module("litellm")
+    module = importlib.import_module("litellm")
+    # Its "Give Feedback" banners go to stdout, which carries the gateway's JSON log lines.
+    module.suppress_debug_info = True
+    return module
 
 
 def id_style(model: str) -> IdStyle:
@@ -93,7 +96,7 @@ class LiteLLMAdapter:
     async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         names = request_names(request)
         assembler = StreamAssembler()
-        reason: FinishReason = "stop"
+        reason: FinishReason | None = None
         usage = Usage()
         model = self._config.upstream_model
         arguments = self._arguments(request, names)
@@ -110,6 +113,10 @@ class LiteLLMAdapter:
                         yield event
                     if choice.finish_reason:
                         reason = _FINISH_REASONS.get(choice.finish_reason, "stop")
+        if reason is None:
+            raise UpstreamProtocolError(
+                "litellm's stream ended before a finish_reason", provider=PROVIDER
+            )
         yield StreamDone(assembler.finish(reason, usage, model))
 
     async def probe(self) -> str | None:
@@ -176,7 +183,8 @@ def _mapped_errors() -> Iterator[None]:
         status = getattr(exc, "status_code", None)
         if not isinstance(status, int) or status < 400:
             raise UpstreamServerError(f"litellm failed: {exc.message}", provider=PROVIDER) from exc
-        headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+        # The upstream's headers (Retry-After) survive only on this attribute LiteLLM adds.
+        headers = getattr(exc, "litellm_response_headers", None) or {}
         raise error_for_status(
             status,
             exc.message,

@@ -82,7 +82,7 @@ class OpenAIAdapter:
         names = request_names(request)
         body = self._body(request, names)
         assembler = StreamAssembler()
-        reason: FinishReason = "stop"
+        reason: FinishReason | None = None
         usage = Usage()
         model = self._config.upstream_model
         with _mapped_errors():
@@ -99,6 +99,10 @@ class OpenAIAdapter:
                 for choice in chunk.choices:
                     if choice.finish_reason:
                         reason = _FINISH_REASONS.get(choice.finish_reason, "stop")
+        if reason is None:
+            raise UpstreamProtocolError(
+                "openai's stream ended before a finish_reason", provider=PROVIDER
+            )
         yield StreamDone(assembler.finish(reason, usage, model))
 
     async def probe(self) -> str | None:
