@@ -21,7 +21,7 @@ from llm_service.types import (
     ToolSpec,
     UserMessage,
 )
-from tests.adapters.conformance import MODES, PROVIDERS, Target, run, targets
+from tests.adapters.conformance import Target, run
 from tests.support.fake_openai import FakeReply, FakeToolCall
 
 WEATHER = ToolSpec(
@@ -31,22 +31,6 @@ WEATHER = ToolSpec(
 )
 TIME = ToolSpec("get_time", "The current time", {"type": "object", "properties": {}})
 ASK = ChatRequest(messages=(UserMessage("Weather in Paris?"),), tools=(WEATHER, TIME))
-
-
-@pytest.fixture(scope="module")
-def all_targets() -> Iterator[dict[str, Target]]:
-    with targets() as found:
-        yield found
-
-
-@pytest.fixture(params=PROVIDERS)
-def target(request: pytest.FixtureRequest, all_targets: dict[str, Target]) -> Target:
-    return all_targets[request.param]
-
-
-@pytest.fixture(params=MODES)
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 async def test_text_answer(target: Target, mode: str) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from starlette.applications import Starlette
@@ -23,28 +23,12 @@ from llm_service.errors import (
     UpstreamServerError,
 )
 from llm_service.types import ChatRequest, UserMessage
-from tests.adapters.conformance import MODES, PROVIDERS, Target, run, targets
+from tests.adapters.conformance import Target, run
 from tests.support.fake_anthropic import Fault
 from tests.support.fake_openai import FakeReply
 from tests.support.servers import serve
 
 HI = ChatRequest((UserMessage("Hi"),))
-
-
-@pytest.fixture(scope="module")
-def all_targets() -> Iterator[dict[str, Target]]:
-    with targets() as found:
-        yield found
-
-
-@pytest.fixture(params=PROVIDERS)
-def target(request: pytest.FixtureRequest, all_targets: dict[str, Target]) -> Target:
-    return all_targets[request.param]
-
-
-@pytest.fixture(params=MODES)
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 def _error_reply(provider: str, status: int, error_type: str, **headers: str) -> FakeReply:
