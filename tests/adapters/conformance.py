@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from llm_service.adapter import ChatAdapter
@@ -31,9 +31,18 @@ class Target:
     provider: str
     fake: Fake
     config: ModelConfig
+    _adapter: ChatAdapter | None = field(default=None, repr=False)
 
     def adapter(self) -> ChatAdapter:
-        return ADAPTER_FACTORIES[self.config.provider](self.config, "sk-upstream")
+        """One adapter per target, reused: SDK clients are costly to build."""
+        if self._adapter is None:
+            self._adapter = ADAPTER_FACTORIES[self.config.provider](self.config, "sk-upstream")
+        return self._adapter
+
+    async def aclose(self) -> None:
+        if self._adapter is not None:
+            await self._adapter.aclose()
+            self._adapter = None
 
     def queue(self, *replies: FakeReply | Fault) -> None:
         self.fake.replies.clear()  # type: ignore[attr-defined]
@@ -73,12 +82,9 @@ async def run(
     adapter: ChatAdapter, request: ChatRequest, mode: str
 ) -> tuple[ChatResponse, list[StreamEvent]]:
     """The answer, and for streams the deltas before the single final ``StreamDone``."""
-    try:
-        if mode == "whole":
-            return await adapter.complete(request), []
-        events = [event async for event in adapter.stream(request)]
-    finally:
-        await adapter.aclose()
+    if mode == "whole":
+        return await adapter.complete(request), []
+    events = [event async for event in adapter.stream(request)]
     done = [e for e in events if isinstance(e, StreamDone)]
     assert len(done) == 1
     assert events[-1] is done[0]

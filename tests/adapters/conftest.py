@@ -1,17 +1,23 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 
 import pytest
+import pytest_asyncio
 
 from tests.adapters.conformance import MODES, PROVIDERS, Target, targets
 
 
-@pytest.fixture(scope="session")
-def all_targets() -> Iterator[dict[str, Target]]:
-    """One fake server per provider for every adapter test (fakes are reset by Target.queue)."""
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def all_targets() -> AsyncIterator[dict[str, Target]]:
+    """One fake server and one adapter per provider for every adapter test.
+
+    Fakes are reset by ``Target.queue``.
+    """
     with targets() as found:
         yield found
+        for target in found.values():
+            await target.aclose()
 
 
 @pytest.fixture(params=PROVIDERS)

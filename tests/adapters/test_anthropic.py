@@ -19,6 +19,9 @@ from tests.adapters.conformance import MODES, Target, run
 from tests.support.fake_anthropic import FakeThinking
 from tests.support.fake_openai import FakeReply, FakeToolCall
 
+# The adapters (and their SDK clients) are shared: every test runs on the session loop.
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_thinking_comes_back_with_its_signature(anthropic: Target, mode: str) -> None:

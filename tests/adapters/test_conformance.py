@@ -24,6 +24,9 @@ from llm_service.types import (
 from tests.adapters.conformance import Target, run
 from tests.support.fake_openai import FakeReply, FakeToolCall
 
+# The adapters (and their SDK clients) are shared: every test runs on the session loop.
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
 WEATHER = ToolSpec(
     "get_weather",
     "Weather for a city",

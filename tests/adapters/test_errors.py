@@ -28,6 +28,9 @@ from tests.support.fake_anthropic import Fault
 from tests.support.fake_openai import FakeReply
 from tests.support.servers import serve
 
+# The adapters (and their SDK clients) are shared: every test runs on the session loop.
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
 HI = ChatRequest((UserMessage("Hi"),))
 
 
@@ -104,6 +107,7 @@ async def test_ollama_error_line_after_the_stream_started(
 async def test_anthropic_spend_limit_is_not_a_rate_limit(
     all_targets: dict[str, Target], mode: str
 ) -> None:
+
     target = all_targets["anthropic"]
     # Same status and type as a rate limit: only the structured error code tells them apart.
     error = {
@@ -152,6 +156,7 @@ async def test_openai_compatible_malformed_body(provider: str) -> None:
         target = Target(provider, None, config)  # type: ignore[arg-type]
         with pytest.raises(UpstreamError) as caught:
             await run(target.adapter(), HI, "whole")
+        await target.aclose()
 
     assert isinstance(caught.value, (UpstreamProtocolError, UpstreamServerError))
 
@@ -166,3 +171,4 @@ async def test_openai_compatible_stream_cut(provider: str) -> None:
         target = Target(provider, None, config)  # type: ignore[arg-type]
         with pytest.raises((UpstreamProtocolError, UpstreamConnectionError)):
             await run(target.adapter(), HI, "stream")
+        await target.aclose()

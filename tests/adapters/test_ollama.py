@@ -12,13 +12,12 @@ from llm_service.types import ChatRequest, UserMessage
 from tests.adapters.conformance import MODES, Target, run
 from tests.support.fake_openai import FakeReply, FakeToolCall
 
+# The adapters (and their SDK clients) are shared: every test runs on the session loop.
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
 
 async def test_probe_is_quiet_when_the_model_is_there(ollama: Target) -> None:
-    adapter = ollama.adapter()
-    try:
-        assert await adapter.probe() is None
-    finally:
-        await adapter.aclose()
+    assert await ollama.adapter().probe() is None
 
 
 async def test_probe_names_a_model_that_was_never_pulled(ollama: Target) -> None:
