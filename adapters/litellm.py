@@ -57,8 +57,9 @@ def load_litellm() -> ModuleType:
     """Import LiteLLM without it fetching its price list from the internet at import time."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     module = importlib.import_module("litellm")
+    settings: Any = module  # its settings are untyped module attributes
     # Its "Give Feedback" banners go to stdout, which carries the gateway's JSON log lines.
-    module.suppress_debug_info = True
+    settings.suppress_debug_info = True
     return module
 
 
