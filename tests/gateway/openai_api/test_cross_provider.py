@@ -198,3 +198,29 @@ def test_unreachable_ollama_shows_unavailable_and_answers_503(fakes: Fakes) -> N
             model="llama-offline", messages=[{"role": "user", "content": "Hi"}]
         )
     assert caught.value.status_code == 503
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type", "expected_status", "expected_code"),
+    [
+        (429, "rate_limit_error", 429, "upstream_rate_limited"),
+        (529, "overloaded_error", 503, "upstream_overloaded"),
+        (401, "authentication_error", 502, "upstream_auth_failed"),
+    ],
+)
+def test_anthropic_failures_reach_callers_as_clear_errors(
+    fakes: Fakes, status: int, error_type: str, expected_status: int, expected_code: str
+) -> None:
+    error = {"type": error_type, "message": "fake"}
+    fakes.anthropic.queue(FakeReply(status=status, error=error, headers={"retry-after": "7"}))
+
+    reply = httpx.post(
+        f"{fakes.gateway.v1}/chat/completions",
+        headers={"Authorization": f"Bearer {fakes.key}"},
+        json={"model": "claude", "messages": [{"role": "user", "content": "Hi"}]},
+    )
+
+    assert reply.status_code == expected_status
+    assert reply.json()["error"]["code"] == expected_code
+    if status == 429:
+        assert reply.headers["retry-after"] == "7"
