@@ -94,7 +94,7 @@ class OpenAIAdapter:
                 if chunk.usage is not None:
                     usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
                 for event in _chunk_events(chunk, names):
-                    _record(assembler, event)
+                    assembler.add(event)
                     yield event
                 for choice in chunk.choices:
                     if choice.finish_reason:
@@ -110,15 +110,6 @@ class OpenAIAdapter:
 
     async def aclose(self) -> None:
         await self._client.close()
-
-
-def _record(assembler: StreamAssembler, event: StreamEvent) -> None:
-    if isinstance(event, TextDelta):
-        assembler.add_text(event.text)
-    elif isinstance(event, ThinkingDelta):
-        assembler.add_thinking(event.text)
-    elif isinstance(event, ToolCallDelta):
-        assembler.add_tool_call(event)
 
 
 def _chunk_events(chunk: ChatCompletionChunk, names: ToolNames) -> Iterator[StreamEvent]:
