@@ -10,6 +10,7 @@ import httpx
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from adapters.naming import ToolNames, for_wire, request_names
 from adapters.openai_format import request_body
 from llm_service.assemble import StreamAssembler, finish_reason, tool_call
 from llm_service.config import ModelConfig
@@ -66,14 +67,20 @@ class OpenAIAdapter:
             max_retries=0,
         )
 
+    def _body(self, request: ChatRequest, names: ToolNames) -> dict[str, Any]:
+        wire = for_wire(request, names, "openai")
+        return request_body(wire, self._config.upstream_model, self._config.max_tokens)
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        body = request_body(request, self._config.upstream_model, self._config.max_tokens)
+        names = request_names(request)
+        body = self._body(request, names)
         with _mapped_errors():
             completion: ChatCompletion = await self._client.chat.completions.create(**body)
-        return _parse_completion(completion)
+        return _parse_completion(completion, names)
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
-        body = request_body(request, self._config.upstream_model, self._config.max_tokens)
+        names = request_names(request)
+        body = self._body(request, names)
         assembler = StreamAssembler()
         reason: FinishReason | None = None
         usage = Usage()
@@ -86,8 +93,8 @@ class OpenAIAdapter:
                 model = chunk.model or model
                 if chunk.usage is not None:
                     usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
-                for event in _chunk_events(chunk):
-                    _record(assembler, event)
+                for event in _chunk_events(chunk, names):
+                    assembler.add(event)
                     yield event
                 for choice in chunk.choices:
                     if choice.finish_reason:
@@ -106,16 +113,7 @@ class OpenAIAdapter:
         await self._client.close()
 
 
-def _record(assembler: StreamAssembler, event: StreamEvent) -> None:
-    if isinstance(event, TextDelta):
-        assembler.add_text(event.text)
-    elif isinstance(event, ThinkingDelta):
-        assembler.add_thinking(event.text)
-    elif isinstance(event, ToolCallDelta):
-        assembler.add_tool_call(event)
-
-
-def _chunk_events(chunk: ChatCompletionChunk) -> Iterator[StreamEvent]:
+def _chunk_events(chunk: ChatCompletionChunk, names: ToolNames) -> Iterator[StreamEvent]:
     for choice in chunk.choices[:1]:
         delta = choice.delta
         reasoning = _reasoning(delta.model_extra)
@@ -128,7 +126,7 @@ def _chunk_events(chunk: ChatCompletionChunk) -> Iterator[StreamEvent]:
             yield ToolCallDelta(
                 index=call.index,
                 id=call.id,
-                name=function.name if function else None,
+                name=names.canonical(function.name) if function and function.name else None,
                 arguments=(function.arguments or "") if function else "",
             )
 
@@ -141,13 +139,13 @@ def _reasoning(extra: dict[str, Any] | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _parse_completion(completion: ChatCompletion) -> ChatResponse:
+def _parse_completion(completion: ChatCompletion, names: ToolNames) -> ChatResponse:
     if not completion.choices:
         raise UpstreamProtocolError("openai answered without choices", provider=PROVIDER)
     choice = completion.choices[0]
     message = choice.message
     calls = tuple(
-        tool_call(c.id, c.function.name, c.function.arguments)
+        tool_call(c.id, names.canonical(c.function.name), c.function.arguments)
         for c in message.tool_calls or ()
         if c.type == "function"
     )

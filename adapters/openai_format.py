@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from adapters.schemas import openai_parameters
 from llm_service.assemble import arguments_json
 from llm_service.types import (
     AssistantMessage,
@@ -69,7 +70,7 @@ def format_tool(tool: ToolSpec) -> JSON:
         "function": {
             "name": tool.name,
             "description": tool.description,
-            "parameters": tool.parameters,
+            "parameters": openai_parameters(tool.parameters),
         },
     }
 

@@ -10,7 +10,10 @@ from llm_service.types import (
     AssistantMessage,
     ChatResponse,
     FinishReason,
+    StreamEvent,
+    TextDelta,
     Thinking,
+    ThinkingDelta,
     ToolCall,
     ToolCallDelta,
     Usage,
@@ -74,6 +77,14 @@ class StreamAssembler:
     text: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
     calls: dict[int, _PendingCall] = field(default_factory=dict)
+
+    def add(self, event: StreamEvent) -> None:
+        if isinstance(event, TextDelta):
+            self.add_text(event.text)
+        elif isinstance(event, ThinkingDelta):
+            self.add_thinking(event.text)
+        elif isinstance(event, ToolCallDelta):
+            self.add_tool_call(event)
 
     def add_text(self, text: str) -> None:
         self.text.append(text)

@@ -19,7 +19,28 @@ def _mock(config: ModelConfig, api_key: str | None) -> ChatAdapter:
     return MockAdapter(config, api_key)
 
 
+def _anthropic(config: ModelConfig, api_key: str | None) -> ChatAdapter:
+    from adapters.anthropic import AnthropicAdapter
+
+    return AnthropicAdapter(config, api_key)
+
+
+def _ollama(config: ModelConfig, api_key: str | None) -> ChatAdapter:
+    from adapters.ollama import OllamaAdapter
+
+    return OllamaAdapter(config, api_key)
+
+
+def _litellm(config: ModelConfig, api_key: str | None) -> ChatAdapter:
+    from adapters.litellm import LiteLLMAdapter
+
+    return LiteLLMAdapter(config, api_key)
+
+
 ADAPTER_FACTORIES: dict[str, AdapterFactory] = {
     "openai": _openai,
     "mock": _mock,
+    "anthropic": _anthropic,
+    "ollama": _ollama,
+    "litellm": _litellm,
 }

@@ -1,0 +1,195 @@
+"""The long tail of providers (Bedrock, Vertex, Gemini, Groq, Mistral, ...) through LiteLLM.
+
+LiteLLM speaks the OpenAI format on both sides, so requests reuse ``openai_format`` and answers
+are read like OpenAI's. It is heavy to import: this module is imported only when a configured
+model uses it (see ``llm_service.providers``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any
+
+import openai
+
+from adapters.naming import IdStyle, ToolNames, for_wire, request_names
+from adapters.openai_format import request_body
+from llm_service.assemble import StreamAssembler, finish_reason, tool_call
+from llm_service.config import ModelConfig
+from llm_service.errors import (
+    GatewayError,
+    UpstreamConnectionError,
+    UpstreamProtocolError,
+    UpstreamServerError,
+    UpstreamTimeout,
+    error_for_status,
+    parse_retry_after,
+)
+from llm_service.types import (
+    AssistantMessage,
+    ChatRequest,
+    ChatResponse,
+    FinishReason,
+    StreamDone,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
+
+PROVIDER = "litellm"
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+# Mistral accepts only 9-alphanumeric tool-call ids; everyone else behind LiteLLM takes OpenAI's.
+_MISTRAL_PREFIXES = ("mistral/", "codestral/", "text-completion-codestral/")
+
+
+def load_litellm() -> ModuleType:
+    """Import LiteLLM without it fetching its price list from the internet at import time."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    module = importlib.import_module("litellm")
+    settings: Any = module  # its settings are untyped module attributes
+    # Its "Give Feedback" banners go to stdout, which carries the gateway's JSON log lines.
+    settings.suppress_debug_info = True
+    return module
+
+
+def id_style(model: str) -> IdStyle:
+    return "mistral" if model.startswith(_MISTRAL_PREFIXES) else "openai"
+
+
+class LiteLLMAdapter:
+    provider = PROVIDER
+
+    def __init__(self, config: ModelConfig, api_key: str | None) -> None:
+        self._config = config
+        self._api_key = api_key
+        self._litellm = load_litellm()
+
+    def _arguments(self, request: ChatRequest, names: ToolNames) -> dict[str, Any]:
+        model = self._config.upstream_model
+        wire = for_wire(request, names, id_style(model))
+        body = request_body(wire, model, self._config.max_tokens)
+        timeouts = self._config.timeouts
+        # The gateway owns retries: LiteLLM's own (and the SDKs' under it) stay off.
+        body.update(num_retries=0, max_retries=0, timeout=timeouts.read)
+        if self._config.base_url:
+            body["api_base"] = self._config.base_url
+        if self._api_key:
+            body["api_key"] = self._api_key
+        return body
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        names = request_names(request)
+        with _mapped_errors():
+            reply = await self._litellm.acompletion(**self._arguments(request, names))
+            return _parse(reply, names, self._config.upstream_model)
+
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+        names = request_names(request)
+        assembler = StreamAssembler()
+        reason: FinishReason | None = None
+        usage = Usage()
+        model = self._config.upstream_model
+        arguments = self._arguments(request, names)
+        with _mapped_errors():
+            chunks = await self._litellm.acompletion(
+                **arguments, stream=True, stream_options={"include_usage": True}
+            )
+            async for chunk in chunks:
+                model = getattr(chunk, "model", None) or model
+                usage = _usage(getattr(chunk, "usage", None)) or usage
+                for choice in chunk.choices[:1]:
+                    for event in _delta_events(choice.delta, names):
+                        assembler.add(event)
+                        yield event
+                    if choice.finish_reason:
+                        reason = _FINISH_REASONS.get(choice.finish_reason, "stop")
+        if reason is None:
+            raise UpstreamProtocolError(
+                "litellm's stream ended before a finish_reason", provider=PROVIDER
+            )
+        yield StreamDone(assembler.finish(reason, usage, model))
+
+    async def probe(self) -> str | None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _usage(usage: Any) -> Usage | None:
+    if usage is None or not getattr(usage, "prompt_tokens", None):
+        return None
+    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0)
+
+
+def _delta_events(delta: Any, names: ToolNames) -> Iterator[StreamEvent]:
+    if getattr(delta, "content", None):
+        yield TextDelta(delta.content)
+    for call in getattr(delta, "tool_calls", None) or ():
+        function = call.function
+        name = getattr(function, "name", None)
+        yield ToolCallDelta(
+            index=call.index or 0,
+            id=call.id,
+            name=names.canonical(name) if name else None,
+            arguments=getattr(function, "arguments", None) or "",
+        )
+
+
+def _parse(reply: Any, names: ToolNames, default_model: str) -> ChatResponse:
+    if not reply.choices:
+        raise UpstreamProtocolError("litellm answered without choices", provider=PROVIDER)
+    choice = reply.choices[0]
+    message = choice.message
+    calls = tuple(
+        tool_call(c.id, names.canonical(c.function.name), c.function.arguments)
+        for c in message.tool_calls or ()
+    )
+    reason = _FINISH_REASONS.get(choice.finish_reason or "stop", "stop")
+    return ChatResponse(
+        message=AssistantMessage(content=message.content or None, tool_calls=calls),
+        finish_reason=finish_reason(reason, bool(calls)),
+        usage=_usage(getattr(reply, "usage", None)) or Usage(),
+        model=reply.model or default_model,
+    )
+
+
+@contextmanager
+def _mapped_errors() -> Iterator[None]:
+    """LiteLLM's exceptions subclass the OpenAI SDK's and carry the upstream status."""
+    try:
+        yield
+    except GatewayError:
+        raise
+    except openai.APITimeoutError as exc:
+        raise UpstreamTimeout(
+            "litellm's provider did not answer in time", provider=PROVIDER
+        ) from exc
+    except openai.APIConnectionError as exc:
+        raise UpstreamConnectionError(
+            f"cannot reach litellm's provider: {exc}", provider=PROVIDER
+        ) from exc
+    except openai.APIError as exc:
+        status = getattr(exc, "status_code", None)
+        if not isinstance(status, int) or status < 400:
+            raise UpstreamServerError(f"litellm failed: {exc.message}", provider=PROVIDER) from exc
+        # The upstream's headers (Retry-After) survive only on this attribute LiteLLM adds.
+        headers = getattr(exc, "litellm_response_headers", None) or {}
+        raise error_for_status(
+            status,
+            exc.message,
+            provider=PROVIDER,
+            retry_after=parse_retry_after(headers.get("retry-after")),
+            code=exc.code if isinstance(exc.code, str) else None,
+        ) from exc

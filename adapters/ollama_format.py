@@ -1,0 +1,139 @@
+"""Canonical messages and tools in Ollama's ``/api/chat`` wire format.
+
+Arguments travel as JSON objects (not strings) both ways, and a tool result names its tool
+(``tool_name``) rather than a call id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.schemas import ollama_parameters
+from llm_service.types import (
+    AssistantMessage,
+    ChatRequest,
+    ImagePart,
+    Message,
+    NamedToolChoice,
+    SystemMessage,
+    TextPart,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
+
+JSON = dict[str, Any]
+
+
+def request_body(request: ChatRequest, model: str, default_max_tokens: int | None) -> JSON:
+    """The JSON body of ``POST /api/chat``, without ``stream``."""
+    body: JSON = {"model": model, "messages": format_messages(request.messages)}
+    tools = _offered_tools(request)
+    if tools:
+        body["tools"] = [format_tool(t) for t in tools]
+    params = request.params
+    options: JSON = {
+        "temperature": params.temperature,
+        "top_p": params.top_p,
+        "num_predict": params.max_tokens or default_max_tokens,
+        "stop": list(params.stop) or None,
+        "seed": params.seed,
+        "presence_penalty": params.presence_penalty,
+        "frequency_penalty": params.frequency_penalty,
+    }
+    options = {k: v for k, v in options.items() if v is not None}
+    if options:
+        body["options"] = options
+    response_format = _format(params.response_format)
+    if response_format is not None:
+        body["format"] = response_format
+    return body
+
+
+def _offered_tools(request: ChatRequest) -> tuple[ToolSpec, ...]:
+    """Ollama has no tool_choice: "none" offers no tools, a named choice offers only that one."""
+    choice = request.tool_choice
+    if choice == "none":
+        return ()
+    if isinstance(choice, NamedToolChoice):
+        return tuple(t for t in request.tools if t.name == choice.name)
+    return request.tools
+
+
+def _format(response_format: JSON | None) -> str | JSON | None:
+    if not response_format:
+        return None
+    if response_format.get("type") == "json_schema":
+        schema = (response_format.get("json_schema") or {}).get("schema")
+        return schema if isinstance(schema, dict) else "json"
+    if response_format.get("type") == "json_object":
+        return "json"
+    return None
+
+
+def format_tool(tool: ToolSpec) -> JSON:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": ollama_parameters(tool.parameters),
+        },
+    }
+
+
+def format_messages(messages: tuple[Message, ...]) -> list[JSON]:
+    # A tool result names its tool; canonical results may only carry the call id.
+    names = {
+        call.id: call.name
+        for message in messages
+        if isinstance(message, AssistantMessage)
+        for call in message.tool_calls
+    }
+    return [_message(m, names) for m in messages]
+
+
+def _message(message: Message, names: dict[str, str]) -> JSON:
+    match message:
+        case SystemMessage(content=content):
+            return {"role": "system", "content": content}
+        case UserMessage(content=str() as text):
+            return {"role": "user", "content": text}
+        case UserMessage(content=parts):
+            assert not isinstance(parts, str)
+            return _user_parts(parts)
+        case AssistantMessage():
+            return _assistant(message)
+        case ToolResultMessage():
+            name = message.name or names.get(message.tool_call_id, "")
+            return {"role": "tool", "content": message.content, "tool_name": name}
+    raise TypeError(f"not a message: {message!r}")
+
+
+def _user_parts(parts: tuple[TextPart | ImagePart, ...]) -> JSON:
+    texts: list[str] = []
+    images: list[str] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            texts.append(part.text)
+        elif part.url.startswith("data:"):
+            images.append(part.url.partition(",")[2])  # Ollama takes bare base64
+        else:
+            texts.append(part.url)  # Ollama cannot fetch URLs: the model at least sees it
+    wire: JSON = {"role": "user", "content": "\n".join(texts)}
+    if images:
+        wire["images"] = images
+    return wire
+
+
+def _assistant(message: AssistantMessage) -> JSON:
+    wire: JSON = {"role": "assistant", "content": message.content or ""}
+    thinking = "".join(t.text for t in message.thinking if not t.redacted)
+    if thinking:
+        wire["thinking"] = thinking
+    if message.tool_calls:
+        wire["tool_calls"] = [
+            {"function": {"name": call.name, "arguments": call.arguments}}
+            for call in message.tool_calls
+        ]
+    return wire

@@ -1,0 +1,240 @@
+"""A wire-faithful fake of the Anthropic Messages API (``POST /v1/messages``).
+
+Tests queue replies (the ``FakeReply`` of the OpenAI fake, or a ``Fault``); the fake answers in
+order or echoes. Streams follow the real event sequence: ``message_start``, ``ping``, per block
+``content_block_start`` / deltas / ``content_block_stop``, ``message_delta``, ``message_stop``.
+Tool input streams as ``input_json_delta`` pieces, the first one empty, as the API sends them.
+
+Like the real API it refuses what the real API refuses (400 ``invalid_request_error``): a missing
+``max_tokens``, roles other than user/assistant, tool ids or names outside the allowed
+characters, a tool_result that does not answer the previous assistant turn or comes after text,
+a tool schema whose root is not an object or is a union, ``tool_choice`` without tools.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from tests.support.fake_openai import FakeReply
+
+_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass
+class Fault:
+    """A broken answer: a body that is not JSON, a stream cut off mid-way, or a stream that
+    turns into an ``overloaded_error`` event after it started (as the real API does)."""
+
+    kind: Literal["malformed", "cut", "overloaded_in_stream"]
+
+
+@dataclass
+class FakeThinking:
+    text: str
+    signature: str = "sig-fake"
+
+
+@dataclass
+class FakeAnthropic:
+    replies: deque[FakeReply | Fault] = field(default_factory=deque)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    # Thinking blocks put before the content of the next answers.
+    thinking: list[FakeThinking] = field(default_factory=list)
+
+    def queue(self, *replies: FakeReply | Fault) -> None:
+        self.replies.extend(replies)
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
+
+    async def _messages(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        problem = _invalid(body)
+        if problem:
+            return _error(400, "invalid_request_error", problem)
+        reply = self.replies.popleft() if self.replies else _echo(body)
+        if isinstance(reply, Fault) and reply.kind == "malformed":
+            return Response("<html>bad gateway</html>", 200, media_type="application/json")
+        if isinstance(reply, FakeReply) and reply.status != 200:
+            error = reply.error or {"type": "api_error", "message": "fake failure"}
+            return _error(reply.status, error["type"], error["message"], reply.headers, error)
+        message = _message(body, reply if isinstance(reply, FakeReply) else FakeReply("partial"))
+        if isinstance(reply, FakeReply):
+            message["content"][:0] = [_thinking_block(t) for t in self.thinking]
+        if body.get("stream"):
+            fault = reply.kind if isinstance(reply, Fault) else None
+            return StreamingResponse(_events(message, fault), media_type="text/event-stream")
+        return JSONResponse(message)
+
+
+def _error(
+    status: int,
+    error_type: str,
+    message: str,
+    headers: dict[str, str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> JSONResponse:
+    error = {**(extra or {}), "type": error_type, "message": message}
+    body = {"type": "error", "error": error, "request_id": "req_fake"}
+    return JSONResponse(body, status, headers=headers)
+
+
+def _invalid(body: dict[str, Any]) -> str | None:
+    if not isinstance(body.get("max_tokens"), int):
+        return "max_tokens: Field required"
+    for tool in body.get("tools") or ():
+        if not _TOOL_NAME.match(tool.get("name", "")):
+            return f"tools: name {tool.get('name')!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$"
+        schema = tool.get("input_schema") or {}
+        if schema.get("type") != "object" or any(k in schema for k in ("anyOf", "oneOf", "allOf")):
+            return "tools: input_schema must be an object schema without a root union"
+    if "tool_choice" in body and not body.get("tools"):
+        return "tool_choice may only be specified while providing tools"
+    return _invalid_messages(body["messages"])
+
+
+def _invalid_messages(messages: list[dict[str, Any]]) -> str | None:
+    pending: set[str] = set()
+    for number, message in enumerate(messages):
+        if message.get("role") not in ("user", "assistant"):
+            return f"messages.{number}.role: Input should be 'user' or 'assistant'"
+        blocks = message["content"]
+        if isinstance(blocks, str):
+            blocks = [{"type": "text", "text": blocks}]
+        problem = _invalid_blocks(number, message["role"], blocks, pending)
+        if problem:
+            return problem
+        pending = {b["id"] for b in blocks if b.get("type") == "tool_use"}
+    return None
+
+
+def _invalid_blocks(
+    number: int, role: str, blocks: list[dict[str, Any]], pending: set[str]
+) -> str | None:
+    seen_other = False
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "tool_use" and (role != "assistant" or not _ID.match(block.get("id", ""))):
+            return f"messages.{number}: tool_use ids must match ^[a-zA-Z0-9_-]+$"
+        if kind == "tool_result":
+            if role != "user" or seen_other:
+                return f"messages.{number}: tool_result blocks must come first in a user turn"
+            if block.get("tool_use_id") not in pending:
+                return f"messages.{number}: unexpected tool_use_id {block.get('tool_use_id')}"
+        else:
+            seen_other = True
+        if kind == "text" and not block.get("text"):
+            return f"messages.{number}: text content blocks must be non-empty"
+    return None
+
+
+def _echo(body: dict[str, Any]) -> FakeReply:
+    last = body["messages"][-1]["content"]
+    text = last if isinstance(last, str) else " ".join(b.get("text", "") for b in last)
+    return FakeReply(text=f"fake says: {text.strip() or 'parts'}")
+
+
+def _thinking_block(thinking: FakeThinking) -> dict[str, Any]:
+    return {"type": "thinking", "thinking": thinking.text, "signature": thinking.signature}
+
+
+def _message(body: dict[str, Any], reply: FakeReply) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if reply.text:
+        content.append({"type": "text", "text": reply.text})
+    for index, call in enumerate(reply.tool_calls):
+        call_id = call.id or f"toolu_fake{len(body['messages'])}{index}"
+        content.append(
+            {"type": "tool_use", "id": call_id, "name": call.name, "input": call.arguments}
+        )
+    stop = reply.finish_reason or ("tool_use" if reply.tool_calls else "end_turn")
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": body["model"],
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": reply.prompt_tokens,
+            "output_tokens": reply.completion_tokens,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
+    }
+
+
+def _sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n"
+
+
+def _block_events(index: int, block: dict[str, Any]) -> list[str]:
+    kind = block["type"]
+    if kind == "text":
+        text = block["text"]
+        start = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": text[i : i + 4]} for i in range(0, len(text), 4)]
+    elif kind == "thinking":
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [
+            {"type": "thinking_delta", "thinking": block["thinking"]},
+            {"type": "signature_delta", "signature": block["signature"]},
+        ]
+    else:
+        start = {**block, "input": {}}
+        arguments = json.dumps(block["input"]) if block["input"] else ""
+        pieces = [arguments[i : i + 5] for i in range(0, len(arguments), 5)]
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in ["", *pieces]]
+    events = [
+        _sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": start},
+        )
+    ]
+    events += [
+        _sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+        for d in deltas
+    ]
+    events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+    return events
+
+
+async def _events(message: dict[str, Any], fault: str | None) -> AsyncIterator[str]:
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    yield _sse("message_start", {"type": "message_start", "message": start})
+    yield _sse("ping", {"type": "ping"})
+    if fault == "overloaded_in_stream":
+        error = {"type": "overloaded_error", "message": "Overloaded"}
+        yield _sse("error", {"type": "error", "error": error})
+        return
+    for index, block in enumerate(message["content"]):
+        for event in _block_events(index, block):
+            yield event
+            if fault == "cut":
+                return  # the body ends after the first block event
+    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    yield _sse(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": delta,
+            "usage": {"output_tokens": usage["output_tokens"]},
+        },
+    )
+    yield _sse("message_stop", {"type": "message_stop"})
