@@ -8,15 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import queue
-import re
 import signal
-import subprocess
-import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +29,7 @@ from db.engine import create_engine, session_factory
 from db.migrate import upgrade
 from db.models import UsageRecord
 from tests.support.gateway import create_key
+from tests.support.processes import gateway_process
 from tests.support.servers import serve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,49 +68,6 @@ class HeldStreams:
         yield chunk({"content": " released"})
         yield chunk({}, "stop")
         yield "data: [DONE]\n\n"
-
-
-class GatewayProcess:
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        self.process = process
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.url = ""
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line)
-
-    def wait_for_line(self, pattern: str) -> re.Match[str]:
-        """Block until a log line matches; fail after TIMEOUT seconds."""
-        while True:
-            line = self.lines.get(timeout=TIMEOUT)
-            match = re.search(pattern, line)
-            if match:
-                return match
-
-
-@contextmanager
-def gateway_process(config: Path) -> Iterator[GatewayProcess]:
-    command = [sys.executable, "-m", "gateway.cli", "serve", "--config", str(config)]
-    process = subprocess.Popen(
-        [*command, "--host", "127.0.0.1", "--port", "0"],
-        cwd=REPO,
-        env={**os.environ, "UP_KEY": "sk-test"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    gateway = GatewayProcess(process)
-    try:
-        port = gateway.wait_for_line(r"Uvicorn running on http://127\.0\.0\.1:(\d+)").group(1)
-        gateway.url = f"http://127.0.0.1:{port}"
-        yield gateway
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(TIMEOUT)
 
 
 def _read_until(lines: Iterator[str], needle: str) -> list[str]:
