@@ -9,7 +9,7 @@ CONFIG ?= config/gateway.yaml
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run migrate test lint typecheck pytest clean
+.PHONY: install run migrate test lint typecheck pytest clean bench
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -42,3 +42,7 @@ test: lint typecheck pytest
 
 clean:
 	rm -rf $(VENV) $(TOOLS) var .mypy_cache .ruff_cache .pytest_cache
+
+# The side-by-side benchmark (nginx and wrk from Debian packages; see docs/benchmarks.md).
+bench: install
+	$(BIN)/python -m bench.run
