@@ -6,6 +6,7 @@ from collections.abc import AsyncGenerator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import aiohttp
 import httpx
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
@@ -59,11 +60,14 @@ class OpenAIAdapter:
             pool=config.timeouts.connect,
         )
         # The gateway is the only retry layer: SDK retries would multiply upstream load.
+        # One aiohttp-backed connection pool per model, reused by every request: httpx's pool
+        # bookkeeping was the largest single cost of a request under load (docs/performance.md).
         self._client = openai.AsyncOpenAI(
             api_key=api_key or _NO_KEY,
             base_url=config.base_url,
             timeout=timeout,
             max_retries=0,
+            http_client=openai.DefaultAioHttpClient(timeout=timeout),
         )
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
@@ -172,9 +176,9 @@ def _mapped_errors() -> Iterator[None]:
             retry_after=parse_retry_after(exc.response.headers.get("retry-after")),
             code=code,
         ) from exc
-    except openai.APITimeoutError as exc:
-        raise UpstreamTimeout("openai did not answer in time", provider=PROVIDER) from exc
-    except openai.APIConnectionError as exc:
+    except openai.APIConnectionError as exc:  # APITimeoutError included
+        if _timed_out(exc):
+            raise UpstreamTimeout("openai did not answer in time", provider=PROVIDER) from exc
         raise UpstreamConnectionError(f"cannot reach openai: {exc}", provider=PROVIDER) from exc
     except (openai.APIResponseValidationError, ValueError) as exc:
         raise UpstreamProtocolError(
@@ -184,6 +188,19 @@ def _mapped_errors() -> Iterator[None]:
         raise UpstreamServerError(
             f"openai reported an error: {exc.message}", provider=PROVIDER
         ) from exc
+
+
+def _timed_out(exc: openai.APIConnectionError) -> bool:
+    """httpx-aiohttp reports every aiohttp connection error (refused, reset) as a connect
+    timeout, and lets some timeouts through unmapped: the chained cause tells which it was."""
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, TimeoutError):
+            return True
+        if isinstance(cause, aiohttp.ClientConnectionError):
+            return False
+        cause = cause.__cause__
+    return isinstance(exc, openai.APITimeoutError)
 
 
 def _message(body: dict[str, Any]) -> str | None:

@@ -20,6 +20,7 @@ class Row:
     result: WrkResult
     cpu_ms_per_request: float
     rss_mb: float
+    load_average: float  # the machine's 1-minute load when the run ended: others share it
 
 
 @dataclass
@@ -82,8 +83,8 @@ def _added(row: Row, base: Row | None) -> str:
 def _main_table(results: Results) -> list[str]:
     lines = [
         "| target | mode | conc. | req/s | p50 ms | p90 ms | p99 ms | added p50 / p99 ms "
-        "| CPU ms/req | RSS MB | errors |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| CPU ms/req | RSS MB | errors | load |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in results.rows:
         base = results.row("upstream", row.mode, row.connections)
@@ -91,7 +92,8 @@ def _main_table(results: Results) -> list[str]:
         lines.append(
             f"| {row.target} | {row.mode} | {row.connections} | {r.rps:,.0f} | {r.p50_ms:.2f} "
             f"| {r.p90_ms:.2f} | {r.p99_ms:.2f} | {_added(row, base)} "
-            f"| {row.cpu_ms_per_request:.2f} | {row.rss_mb:.0f} | {r.errors} |"
+            f"| {row.cpu_ms_per_request:.2f} | {row.rss_mb:.0f} | {r.errors} "
+            f"| {row.load_average:.1f} |"
         )
     return lines
 
@@ -135,7 +137,8 @@ def render(results: Results) -> str:
             "",
             "`added` is the target's latency minus the upstream's alone at the same concurrency "
             "and mode. CPU is the server's processes' CPU time divided by completed requests; "
-            "RSS is theirs after the run.",
+            "RSS is theirs after the run. `load` is the machine's 1-minute load average as the run "
+            "ended: above 2 on 2 cores, other work competed for the CPU and latencies suffer.",
             "",
             *_main_table(results),
             "",
@@ -192,7 +195,7 @@ METHOD = """## Method
 
 - Upstream: nginx (Debian package, one worker) answers `POST .../chat/completions` from memory with
   `return 200 <canned body>`: a chat completion, a whole SSE stream (12 events and `[DONE]`), or
-  for the open-streams test the same stream throttled to 50 bytes/s after its first 400 bytes.
+  for the open-streams test the same stream throttled to 25 bytes/s after its first 400 bytes.
   One nginx worker serves tens of thousands of these a second, so it is never the bottleneck
   (see the upstream rows), which a Python mock would be.
 - Load: `wrk` (Debian package, one thread, keep-alive, `bench/wrk_post.lua` for the POST body and

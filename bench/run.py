@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -70,7 +71,8 @@ class Bench:
                 result = load.run_wrk(target_url, auth, body, connections, self.args.duration)
                 after = procstat.sample(pid)
                 cpu = (after.cpu_seconds - before.cpu_seconds) * 1000 / max(result.requests, 1)
-                row = Row(name, mode, connections, result, cpu, after.rss_mb)
+                load_average = os.getloadavg()[0]
+                row = Row(name, mode, connections, result, cpu, after.rss_mb, load_average)
                 self.results.rows.append(row)
                 print(
                     f"{name:9} {mode:6} c={connections:<3} {result.rps:8.0f} req/s "
@@ -97,7 +99,7 @@ class Bench:
             auth,
             hold_body,
             self.args.streams,
-            timeout=30,
+            timeout=75,
             measure=lambda: procstat.sample(pid).rss_mb,
         )
         print(f"{name}: {extra}", flush=True)
@@ -117,7 +119,8 @@ class Bench:
             return
         spy = Path(sys.executable).with_name("py-spy")
         command = [str(spy), "record", "-p", str(pid), "-o", str(self.args.profile)]
-        fmt = "speedscope" if self.args.profile.suffix == ".json" else "flamegraph"
+        formats = {".json": "speedscope", ".txt": "raw"}
+        fmt = formats.get(self.args.profile.suffix, "flamegraph")
         command += ["--format", fmt]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:

@@ -15,7 +15,7 @@ MODEL = "bench-upstream"
 CONTENT_WORDS = ("Hello", " from", " the", " mock", " upstream", ",", " streaming", " fast", ".")
 # /hold: the first events go out at once, the rest at this many bytes a second.
 HOLD_AFTER_BYTES = 400
-HOLD_RATE_BYTES = 50
+HOLD_RATE_BYTES = 25
 
 
 def completion_body() -> str:
