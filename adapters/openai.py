@@ -9,6 +9,7 @@ from typing import Any
 import aiohttp
 import httpx
 import openai
+from openai._types import RequestOptions
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from adapters.openai_format import request_body
@@ -46,6 +47,11 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 }
 # Servers without authentication still need some key for the SDK to send.
 _NO_KEY = "not-needed"
+# The body is already plain JSON, so it is posted through the SDK's request layer as it is:
+# ``create(**body)`` would first walk it against the SDK's TypedDicts, a fifth of a request's CPU.
+# ``security`` as ``create`` passes it: the bearer key only, never an admin key.
+_CHAT_PATH = "/chat/completions"
+_WITH_KEY: RequestOptions = {"security": {"bearer_auth": True}}
 
 
 class OpenAIAdapter:
@@ -73,7 +79,9 @@ class OpenAIAdapter:
     async def complete(self, request: ChatRequest) -> ChatResponse:
         body = request_body(request, self._config.upstream_model, self._config.max_tokens)
         with _mapped_errors():
-            completion: ChatCompletion = await self._client.chat.completions.create(**body)
+            completion = await self._client.post(
+                _CHAT_PATH, body=body, cast_to=ChatCompletion, options=_WITH_KEY
+            )
         return _parse_completion(completion)
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
@@ -83,8 +91,13 @@ class OpenAIAdapter:
         usage = Usage()
         model = self._config.upstream_model
         with _mapped_errors():
-            chunks = await self._client.chat.completions.create(
-                **body, stream=True, stream_options={"include_usage": True}
+            chunks = await self._client.post(
+                _CHAT_PATH,
+                body={**body, "stream": True, "stream_options": {"include_usage": True}},
+                cast_to=ChatCompletion,
+                options=_WITH_KEY,
+                stream=True,
+                stream_cls=openai.AsyncStream[ChatCompletionChunk],
             )
             async for chunk in chunks:
                 model = chunk.model or model
