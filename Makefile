@@ -12,7 +12,7 @@ PORT ?= 8000
 CHECKOV_ENV := $(TOOLS)/checkov
 CHECKOV_LOCK := tools/checkov/requirements.txt
 
-.PHONY: install run migrate test lint typecheck pytest checkov clean
+.PHONY: install run migrate test lint typecheck pytest checkov clean bench
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -55,3 +55,7 @@ test: lint typecheck pytest
 
 clean:
 	rm -rf $(VENV) $(TOOLS) var .mypy_cache .ruff_cache .pytest_cache
+
+# The side-by-side benchmark (nginx and wrk from Debian packages; see docs/benchmarks.md).
+bench: install
+	$(BIN)/python -m bench.run

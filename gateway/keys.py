@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
 import time
@@ -59,6 +60,9 @@ class KeyStore:
         self._cache_seconds = cache_seconds
         self._clock = clock
         self._cache: dict[str, tuple[float, Principal | None]] = {}
+        # One database lookup per key at a time: when an entry expires under load, every
+        # concurrent request for that key waits on the same lookup instead of making its own.
+        self._lookups: dict[str, asyncio.Task[Principal | None]] = {}
 
     async def create(self, name: str, roles: Iterable[str]) -> tuple[str, KeyInfo]:
         """Returns the new key; only its hash is stored, so this is the one time it is seen."""
@@ -82,6 +86,15 @@ class KeyStore:
         cached = self._cache.get(digest)
         if cached is not None and cached[0] > now:
             return cached[1]
+        lookup = self._lookups.get(digest)
+        if lookup is None:
+            lookup = asyncio.create_task(self._lookup(digest, now))
+            self._lookups[digest] = lookup
+            lookup.add_done_callback(lambda _: self._lookups.pop(digest, None))
+        # shield: one caller giving up (client gone) must not cancel the others' lookup.
+        return await asyncio.shield(lookup)
+
+    async def _lookup(self, digest: str, now: float) -> Principal | None:
         async with self._sessions() as session:
             row = await session.scalar(
                 select(ApiKey).where(ApiKey.key_hash == digest, ApiKey.revoked_at.is_(None))

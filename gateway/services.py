@@ -154,6 +154,8 @@ def _key_limiter(settings: Settings) -> KeyLimiter:
     return KeyLimiter(settings.key_limits, counters, prices)
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
+    # async on purpose: FastAPI runs a plain ``def`` dependency in a worker thread, a thread
+    # hop on every request for a one-line attribute read.
     services: Services = request.app.state.services
     return services

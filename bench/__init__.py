@@ -1,0 +1,1 @@
+"""The side-by-side benchmark: ``make bench`` (see docs/benchmarks.md)."""

@@ -1,0 +1,36 @@
+"""Key lookups under load: concurrent requests for an uncached key share one database query."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sqlalchemy import event
+
+from db.engine import create_engine, session_factory
+from db.migrate import upgrade_async
+from gateway.keys import KeyStore
+
+
+async def test_concurrent_lookups_of_one_key_make_one_query(sqlite_url: str) -> None:
+    await upgrade_async(sqlite_url)
+    engine = create_engine(sqlite_url)
+    store = KeyStore(session_factory(engine), cache_seconds=60)
+    key, info = await store.create("team-a", ["user"])
+    queries: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            queries.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", count)
+    try:
+        principals = await asyncio.gather(*(store.authenticate(key) for _ in range(20)))
+        again = await store.authenticate(key)
+    finally:
+        await engine.dispose()
+
+    assert {p.key_id for p in principals if p is not None} == {info.id}
+    assert None not in principals
+    assert again == principals[0]
+    assert len(queries) == 1
