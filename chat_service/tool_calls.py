@@ -10,13 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service.store import message_row
@@ -124,9 +124,16 @@ def _view(row: ToolCallRecord) -> ToolCallView:
     )
 
 
+# Told of every state a call enters (for metrics).
+MoveObserver = Callable[[ToolCallView], None]
+
+
 class ToolCallStore:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], on_move: MoveObserver | None = None
+    ) -> None:
         self._sessions = sessions
+        self._on_move = on_move
 
     async def propose(
         self,
@@ -152,7 +159,12 @@ class ToolCallStore:
         async with self._sessions.begin() as session:
             session.add(row)
             session.add(_audit(row, "proposed", requested_by_key_id, {"arguments": arguments}))
-        return _view(row)
+        return self._moved(_view(row))
+
+    def _moved(self, view: ToolCallView) -> ToolCallView:
+        if self._on_move is not None:
+            self._on_move(view)
+        return view
 
     async def move(
         self,
@@ -184,7 +196,8 @@ class ToolCallStore:
                 session.add(message_row(row.conversation_id, result_message))
             detail = {k: _jsonable(v) for k, v in values.items()}
             session.add(_audit(row, new.value, actor_key_id, detail))
-            return _view(row)
+            view = _view(row)
+        return self._moved(view)
 
     async def get(self, call_id: str) -> ToolCallView | None:
         async with self._sessions() as session:
@@ -200,6 +213,15 @@ class ToolCallStore:
         async with self._sessions() as session:
             rows = await session.scalars(query.order_by(ToolCallRecord.created_at))
             return [_view(r) for r in rows]
+
+    async def count(self, state: CallState) -> int:
+        async with self._sessions() as session:
+            total = await session.scalar(
+                select(func.count())
+                .select_from(ToolCallRecord)
+                .where(ToolCallRecord.state == state.value)
+            )
+        return int(total or 0)
 
     async def in_states(self, states: Iterable[CallState], limit: int = 500) -> list[ToolCallView]:
         async with self._sessions() as session:

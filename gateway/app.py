@@ -32,7 +32,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        services = await Services.start(settings, environ, factories, tools)
+        services = await Services.start(settings, environ, factories, tools, app.state.metrics)
         app.state.services = services
         try:
             yield

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from chat_service.tool_calls import CallState
+from db.base import utcnow
 from gateway.auth import AdminPrincipal, ServicesDep
+from gateway.metrics import GatewayMetrics
 from gateway.responses import json_response
+from gateway.services import get_services
 
 router = APIRouter(prefix="/v1/admin/approvals", tags=["admin"])
 
@@ -38,13 +41,14 @@ async def list_approvals(
 
 
 async def _decide(
-    services: ServicesDep,
-    principal: AdminPrincipal,
-    call_id: str,
-    approve: bool,
-    reason: str | None,
+    request: Request, principal: AdminPrincipal, call_id: str, approve: bool, body: Decision | None
 ) -> Response:
+    services = await get_services(request)
+    reason = body.reason if body else None
     call = await services.approvals.decide(call_id, principal.key_id, approve, reason)
+    metrics: GatewayMetrics = request.app.state.metrics
+    waited = (utcnow() - call.created_at).total_seconds()
+    metrics.observe_approval_decision("approved" if approve else "rejected", waited)
     # The turn resumes here, on whichever replica took the decision.
     services.background.resume(call.conversation_id)
     return json_response(call.to_json())
@@ -52,13 +56,13 @@ async def _decide(
 
 @router.post("/{call_id}/approve")
 async def approve(
-    call_id: str, principal: AdminPrincipal, services: ServicesDep, body: Decision | None = None
+    call_id: str, request: Request, principal: AdminPrincipal, body: Decision | None = None
 ) -> Response:
-    return await _decide(services, principal, call_id, True, body.reason if body else None)
+    return await _decide(request, principal, call_id, True, body)
 
 
 @router.post("/{call_id}/reject")
 async def reject(
-    call_id: str, principal: AdminPrincipal, services: ServicesDep, body: Decision | None = None
+    call_id: str, request: Request, principal: AdminPrincipal, body: Decision | None = None
 ) -> Response:
-    return await _decide(services, principal, call_id, False, body.reason if body else None)
+    return await _decide(request, principal, call_id, False, body)

@@ -13,6 +13,7 @@ from prometheus_client import (
 from starlette.requests import Request
 from starlette.responses import Response
 
+from chat_service.tool_calls import CallState
 from llm_service.types import Usage
 
 # Model calls run from milliseconds (mock, cache) to minutes (long generations).
@@ -121,4 +122,10 @@ class GatewayMetrics:
 
 async def metrics_endpoint(request: Request) -> Response:
     metrics: GatewayMetrics = request.app.state.metrics
+    services = getattr(request.app.state, "services", None)
+    if services is not None:
+        # Read at scrape time: the database and the catalog are the truth, on every replica.
+        for server, status in services.tools.status().items():
+            metrics.set_mcp_server_up(server, status.as_dict()["state"] == "ready")
+        metrics.approvals_pending.set(await services.tool_calls.count(CallState.AWAITING_APPROVAL))
     return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

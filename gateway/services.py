@@ -21,6 +21,7 @@ from gateway.background import BackgroundTurns
 from gateway.keys import KeyStore
 from gateway.limits.counters import Counters, MemoryCounters, RedisCounters
 from gateway.limits.limiter import KeyLimiter
+from gateway.metrics import GatewayMetrics
 from gateway.settings import Settings
 from gateway.usage import UsageEntry, UsageRecorder
 from llm_service.registry import AdapterFactory, ModelRegistry
@@ -57,6 +58,7 @@ class Services:
         environ: Mapping[str, str],
         factories: Mapping[str, AdapterFactory],
         tools: ToolCatalog | None,
+        metrics: GatewayMetrics,
     ) -> Services:
         engine = create_engine(settings.database_url, settings.database_pool)
         sessions = session_factory(engine)
@@ -78,7 +80,9 @@ class Services:
         await tools.start()
         loop_settings = settings.tool_loop
         conversations = ConversationStore(sessions)
-        tool_calls = ToolCallStore(sessions)
+        tool_calls = ToolCallStore(
+            sessions, on_move=lambda call: metrics.observe_tool_call(call.tool_name, call.state)
+        )
         approvals = Approvals(tool_calls, tools, loop_settings)
         turns = TurnRunner(
             store=conversations,

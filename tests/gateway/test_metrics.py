@@ -11,6 +11,7 @@ from gateway.app import create_app
 from gateway.metrics import GatewayMetrics
 from tests.support.fake_openai import FakeOpenAI, FakeReply
 from tests.support.gateway import running_gateway, settings_for
+from tests.support.tool_loop import LoopStack
 
 
 def _samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -93,3 +94,22 @@ def test_each_app_owns_its_registry(sqlite_url: str) -> None:
     second_metrics: GatewayMetrics = second.state.metrics
     assert b'tool="get_time"' in first_metrics.exposition()
     assert b'tool="get_time"' not in second_metrics.exposition()
+
+
+def test_tool_calls_approvals_and_tool_servers_are_measured(loop_stack: LoopStack) -> None:
+    from tests.chat_service.test_tool_loop import decide, follow, pending_call, start
+
+    conversation_id, turn = start(loop_stack, "loop")
+    before = httpx.get(f"{loop_stack.gateway.url}/metrics").text
+    assert "llm_gateway_approvals_pending 1.0" in before
+
+    assert decide(loop_stack, pending_call(turn)["id"], "approve").status_code == 200
+    follow(loop_stack, conversation_id)
+    after = httpx.get(f"{loop_stack.gateway.url}/metrics").text
+
+    assert 'llm_gateway_tool_calls_total{state="succeeded",tool="transfer_money"} 1.0' in after
+    assert (
+        'llm_gateway_tool_calls_total{state="awaiting_approval",tool="transfer_money"} 1.0' in after
+    )
+    assert 'llm_gateway_approval_decision_seconds_count{decision="approved"} 1.0' in after
+    assert "llm_gateway_approvals_pending 0.0" in after
