@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from db.engine import create_engine
 from db.migrate import upgrade
-from db.models import AuditEvent
+from db.models import AuditEvent, UsageRecord
 from tests.support.databases import postgres_database
 from tests.support.gateway import create_key, running_gateway
 from tests.support.processes import REPO, gateway_process, kill_hard
@@ -159,3 +159,24 @@ def test_two_processes_share_keys_approvals_and_turns(tmp_path: Path) -> None:
         assert _follow(one.url, user, conversation_id)[-1] == "completed"
         _assert_demo_completed(two.url, user, conversation_id)
         assert _executions(database_url, call_id) == 1
+        one.process.terminate()  # a clean stop flushes usage
+        two.process.terminate()
+        one.process.wait(30)
+        two.process.wait(30)
+        # Three model calls: two before the pause (process one), one after the approval (two).
+        assert _model_calls(database_url, conversation_id) == 3
+
+
+def _model_calls(database_url: str, conversation_id: str) -> int:
+    async def count() -> int:
+        engine = create_engine(database_url)
+        try:
+            async with engine.connect() as connection:
+                rows = await connection.execute(
+                    select(UsageRecord.id).where(UsageRecord.request_id == conversation_id)
+                )
+                return len(rows.all())
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(count())
