@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 
 import structlog
+from opentelemetry.trace import NoOpTracer, Tracer
 
 from chat_service import events
 from chat_service.config import ToolLoopSettings
@@ -32,7 +33,9 @@ class ToolExecutor:
         calls: ToolCallStore,
         settings: ToolLoopSettings,
         clock: Callable[[], datetime] = utcnow,
+        tracer: Tracer | None = None,
     ) -> None:
+        self._tracer = tracer or NoOpTracer()
         self._catalog = catalog
         self._calls = calls
         self._settings = settings
@@ -136,7 +139,10 @@ class ToolExecutor:
         try:
             # The catalog enforces the timeout with protocol cancellation; this is the backstop.
             async with asyncio.timeout(timeout + 5):
-                result = await self._catalog.call_tool(call.tool_name, call.arguments, timeout)
+                with self._tracer.start_as_current_span(f"tool {call.tool_name}") as span:
+                    span.set_attribute("gateway.tool_call_id", call.id)
+                    result = await self._catalog.call_tool(call.tool_name, call.arguments, timeout)
+                    span.set_attribute("gateway.tool_error", result.is_error)
         except TimeoutError:
             result, state = (
                 ToolResult(f"Tool timed out after {timeout:g}s.", True),

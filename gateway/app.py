@@ -17,6 +17,7 @@ from gateway.openai_api import routes as openai_routes
 from gateway.services import Services
 from gateway.settings import Settings
 from gateway.shutdown import Drain, DrainMiddleware
+from gateway.tracing import Tracing
 from llm_service.providers import ADAPTER_FACTORIES
 from llm_service.registry import AdapterFactory
 from mcp_client.types import ToolCatalog
@@ -32,12 +33,15 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        services = await Services.start(settings, environ, factories, tools, app.state.metrics)
+        services = await Services.start(
+            settings, environ, factories, tools, metrics=app.state.metrics, tracer=tracing.tracer
+        )
         app.state.services = services
         try:
             yield
         finally:
             await services.stop()
+            tracing.shutdown()
 
     app = FastAPI(title="llm-gateway", version="0.1.0", lifespan=lifespan)
     install_error_handlers(app)
@@ -49,6 +53,7 @@ def create_app(
     app.include_router(tools_api.router)
     # Owned by this app (not prometheus_client's global registry), so apps never collide.
     app.state.metrics = metrics = GatewayMetrics()
+    tracing = Tracing(settings.tracing)
     app.state.drain = drain = Drain(settings.shutdown_drain_seconds)
     metrics.in_flight.set_function(lambda: drain.in_flight)
     metrics.draining.set_function(lambda: float(drain.draining))
@@ -61,5 +66,5 @@ def create_app(
     # Outermost last: the context exists before the size check can refuse.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(DrainMiddleware, drain=drain)
-    app.add_middleware(RequestContextMiddleware, metrics=metrics)
+    app.add_middleware(RequestContextMiddleware, metrics=metrics, tracer=tracing.tracer)
     return app

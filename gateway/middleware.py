@@ -8,6 +8,7 @@ from time import perf_counter
 
 import orjson
 import structlog
+from opentelemetry.trace import NoOpTracer, Span, Tracer
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.context import RequestContext
@@ -20,9 +21,12 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 
 
 class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp, metrics: GatewayMetrics | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, metrics: GatewayMetrics | None = None, tracer: Tracer | None = None
+    ) -> None:
         self.app = app
         self.metrics = metrics
+        self.tracer = tracer or NoOpTracer()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -41,12 +45,26 @@ class RequestContextMiddleware:
                 message["headers"] = headers
             await send(message)
 
-        try:
-            await self.app(scope, receive, send_with_id)
-        finally:
-            _finish(scope, context, status)
-            if self.metrics is not None:
-                _observe(self.metrics, scope, context, status)
+        with self.tracer.start_as_current_span(scope["method"]) as span:
+            try:
+                await self.app(scope, receive, send_with_id)
+            finally:
+                _finish(scope, context, status)
+                _annotate(span, scope, context, status)
+                if self.metrics is not None:
+                    _observe(self.metrics, scope, context, status)
+
+
+def _annotate(span: Span, scope: Scope, context: RequestContext, status: int) -> None:
+    if not span.is_recording():
+        return
+    route = getattr(scope.get("route"), "path", None)
+    # Named by route template, not path: conversation ids would make every name unique.
+    span.update_name(f"{scope['method']} {route or 'unmatched'}")
+    span.set_attribute("http.response.status_code", status)
+    span.set_attribute("gateway.request_id", context.request_id)
+    if context.model:
+        span.set_attribute("gateway.model", context.model)
 
 
 def _request_id(scope: Scope) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import structlog
 from fastapi import Request
+from opentelemetry.trace import Tracer
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from chat_service.approvals import Approvals
@@ -58,7 +59,9 @@ class Services:
         environ: Mapping[str, str],
         factories: Mapping[str, AdapterFactory],
         tools: ToolCatalog | None,
+        *,
         metrics: GatewayMetrics,
+        tracer: Tracer,
     ) -> Services:
         engine = create_engine(settings.database_url, settings.database_pool)
         sessions = session_factory(engine)
@@ -72,7 +75,7 @@ class Services:
                 log.warning("model_unavailable", model=name, reason=state["reason"])
         usage = UsageRecorder(sessions, settings.usage_flush_seconds)
         usage.start()
-        router = Router(registry)
+        router = Router(registry, tracer=tracer)
         limits = _key_limiter(settings)
         if tools is None:
             tools = MCPToolCatalog.from_config(settings.mcp_servers, settings.tool_catalog, environ)
@@ -87,7 +90,7 @@ class Services:
         turns = TurnRunner(
             store=conversations,
             calls=tool_calls,
-            executor=ToolExecutor(tools, tool_calls, loop_settings),
+            executor=ToolExecutor(tools, tool_calls, loop_settings, tracer=tracer),
             router=router,
             catalog=tools,
             settings=loop_settings,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import structlog
+from opentelemetry.trace import NoOpTracer, Span, Tracer
 
 from llm_service.balancer import Balancer, Upstream
 from llm_service.errors import (
@@ -62,8 +63,16 @@ def counts_against_health(error: GatewayError) -> bool:
     return isinstance(error, UpstreamError) and not isinstance(error, UpstreamBadRequest)
 
 
+def _annotate(span: Span, served: Served) -> None:
+    span.set_attribute("gateway.model", served.alias)
+    span.set_attribute("gateway.provider", served.provider)
+
+
 class Router:
-    def __init__(self, registry: ModelRegistry, timing: Timing | None = None) -> None:
+    def __init__(
+        self, registry: ModelRegistry, timing: Timing | None = None, tracer: Tracer | None = None
+    ) -> None:
+        self._tracer = tracer or NoOpTracer()
         self._registry = registry
         self._timing = timing or Timing()
         self.balancer = Balancer(registry, self._timing)
@@ -88,7 +97,10 @@ class Router:
             upstream.breaker.record_success()
             return response, _served(upstream)
 
-        return await self._route(alias, attempt)
+        with self._tracer.start_as_current_span(f"chat {alias}") as span:
+            response, served = await self._route(alias, attempt)
+            _annotate(span, served)
+            return response, served
 
     async def stream(self, alias: str, request: ChatRequest) -> RoutedStream:
         async def attempt(upstream: Upstream, deadline: float) -> RoutedStream:
@@ -125,7 +137,11 @@ class Router:
             )
             return RoutedStream(first, rest, _served(upstream))
 
-        return await self._route(alias, attempt)
+        # The span ends at the first event: what the router decides (and retries) happens by then.
+        with self._tracer.start_as_current_span(f"chat {alias} (stream)") as span:
+            routed = await self._route(alias, attempt)
+            _annotate(span, routed.served)
+            return routed
 
     def _remaining(self, deadline: float) -> float:
         return max(deadline - self._timing.clock(), 0.0)

@@ -107,11 +107,15 @@ def make_catalog() -> CountingCatalog:
 
 
 @contextmanager
-def loop_stack_on(database_url: str, **tool_loop: Any) -> Iterator[LoopStack]:
+def loop_stack_on(
+    database_url: str, settings: dict[str, Any] | None = None, **tool_loop: Any
+) -> Iterator[LoopStack]:
+    """``settings``: more top-level gateway settings; keywords: `tool_loop` settings."""
     catalog = make_catalog()
     with running_gateway(
         database_url,
         tools=catalog,
+        **(settings or {}),
         models=MODELS,
         tool_loop={
             "max_tool_rounds": 3,
