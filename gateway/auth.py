@@ -10,6 +10,8 @@ from gateway.context import request_context
 from gateway.errors import AuthenticationFailed, PermissionDenied
 from gateway.keys import Principal
 from gateway.services import Services, get_services
+from llm_service.config import ModelConfig
+from llm_service.registry import role_allows
 
 
 def _presented_key(request: Request) -> str | None:
@@ -46,3 +48,11 @@ async def require_admin(principal: Annotated[Principal, Depends(authenticate)]) 
 CurrentPrincipal = Annotated[Principal, Depends(authenticate)]
 AdminPrincipal = Annotated[Principal, Depends(require_admin)]
 ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+def authorize_model(services: Services, principal: Principal, name: str) -> ModelConfig:
+    """The model's config, once this key is allowed to use it (404 unknown, 403 not allowed)."""
+    config = services.registry.get(name).config
+    if not role_allows(config, principal.roles):
+        raise PermissionDenied(f"This API key may not use the model `{name}`.", param="model")
+    return config

@@ -14,12 +14,10 @@ from chat_service.errors import ConversationNotFound
 from chat_service.events import TurnEvent
 from chat_service.store import ConversationInfo
 from gateway import sse
-from gateway.auth import CurrentPrincipal, ServicesDep
-from gateway.errors import PermissionDenied
+from gateway.auth import CurrentPrincipal, ServicesDep, authorize_model
 from gateway.keys import Principal
 from gateway.responses import json_response
 from gateway.services import Services
-from llm_service.registry import role_allows
 from llm_service.types import UserMessage
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
@@ -40,12 +38,6 @@ class NewMessage(BaseModel):
     stream: bool = False
 
 
-def _check_model(services: Services, principal: Principal, model: str) -> None:
-    deployment = services.registry.get(model)
-    if not role_allows(deployment.config, principal.roles):
-        raise PermissionDenied(f"This API key may not use the model `{model}`.", param="model")
-
-
 async def _owned(
     services: Services, principal: Principal, conversation_id: str
 ) -> ConversationInfo:
@@ -59,7 +51,7 @@ async def _owned(
 async def create_conversation(
     body: NewConversation, principal: CurrentPrincipal, services: ServicesDep
 ) -> Response:
-    _check_model(services, principal, body.model)
+    authorize_model(services, principal, body.model)
     conversation = await services.conversations.create(
         principal.key_id, body.model, principal.roles, body.system_prompt, body.bundle
     )
@@ -77,7 +69,7 @@ async def send_message(
     services: ServicesDep,
 ) -> Response:
     conversation = await _owned(services, principal, conversation_id)
-    _check_model(services, principal, conversation.model)
+    authorize_model(services, principal, conversation.model)
     # Usage is recorded per model call by the turn itself (turns outlive requests), so the
     # request context names no model and the access log records no tokens here.
     turn = services.turns.start(conversation_id, principal.roles, UserMessage(body.content))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncGenerator
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response, StreamingResponse
@@ -13,37 +12,15 @@ from gateway.anthropic_api.convert import message_json, to_chat_request
 from gateway.anthropic_api.errors import AnthropicRoute
 from gateway.anthropic_api.schemas import MessagesRequest
 from gateway.anthropic_api.stream import anthropic_sse
-from gateway.auth import CurrentPrincipal, ServicesDep
+from gateway.auth import CurrentPrincipal, ServicesDep, authorize_model
 from gateway.context import RequestContext, request_context
-from gateway.errors import PermissionDenied
-from gateway.keys import Principal
 from gateway.responses import json_response
-from gateway.services import Services
-from llm_service.errors import GatewayError, UpstreamProtocolError
-from llm_service.registry import role_allows
-from llm_service.types import ChatRequest, ChatResponse, StreamDone, StreamEvent
+from gateway.served import served_headers
+from llm_service.errors import GatewayError
+from llm_service.types import StreamDone
 
 router = APIRouter(prefix="/v1", tags=["anthropic"], route_class=AnthropicRoute)
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-
-
-def _authorize_model(services: Services, principal: Principal, name: str) -> str:
-    """The model's provider, once the key is allowed to use it."""
-    deployment = services.registry.get(name)
-    if not role_allows(deployment.config, principal.roles):
-        raise PermissionDenied(f"This API key may not use the model `{name}`.", param="model")
-    return deployment.config.provider
-
-
-# The one place a model is called: a router with retries and fallbacks slots in here.
-async def _complete(services: Services, model: str, request: ChatRequest) -> ChatResponse:
-    return await services.registry.adapter(model).complete(request)
-
-
-def _stream(
-    services: Services, model: str, request: ChatRequest
-) -> AsyncGenerator[StreamEvent, None]:
-    return services.registry.adapter(model).stream(request)
 
 
 @router.post(
@@ -59,30 +36,34 @@ async def create_message(
 ) -> Response:
     context = request_context(request)
     context.model = body.model
-    context.provider = _authorize_model(services, principal, body.model)
+    context.provider = authorize_model(services, principal, body.model).provider
+    await services.limits.admit(principal)
     chat_request = to_chat_request(body)
     message_id = f"msg_{uuid.uuid4().hex}"
     if not body.stream:
-        response = await _complete(services, body.model, chat_request)
+        response, served = await services.router.complete(body.model, chat_request)
+        context.provider = served.provider
         context.usage = response.usage
-        return json_response(message_json(response, message_id, body.model))
+        await services.limits.charge(principal, served.alias, response.usage)
+        reply = json_response(message_json(response, message_id, body.model))
+        reply.headers.update(served_headers(served))
+        return reply
 
-    events = _stream(services, body.model, chat_request)
     # Errors before the first event still get a proper status code; after it, an SSE error.
-    first = await anext(events, None)
-    if first is None:
-        raise UpstreamProtocolError("the upstream stream was empty", provider=context.provider)
+    routed = await services.router.stream(body.model, chat_request)
+    context.provider = routed.served.provider
+    events = anthropic_sse(
+        routed.first,
+        routed.rest,
+        message_id=message_id,
+        model=body.model,
+        on_done=lambda done: _record_done(context, done),
+        on_error=lambda exc: _record_error(context, exc),
+    )
     return StreamingResponse(
-        anthropic_sse(
-            first,
-            events,
-            message_id=message_id,
-            model=body.model,
-            on_done=lambda done: _record_done(context, done),
-            on_error=lambda exc: _record_error(context, exc),
-        ),
+        services.limits.charge_after(events, principal, routed.served.alias, context),
         media_type="text/event-stream",
-        headers=SSE_HEADERS,
+        headers={**SSE_HEADERS, **served_headers(routed.served)},
     )
 
 

@@ -10,9 +10,8 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response, StreamingResponse
 
 from gateway import sse
-from gateway.auth import CurrentPrincipal, ServicesDep
+from gateway.auth import CurrentPrincipal, ServicesDep, authorize_model
 from gateway.context import RequestContext, request_context
-from gateway.errors import PermissionDenied
 from gateway.keys import Principal
 from gateway.openai_api.convert import completion_json, to_chat_request
 from gateway.openai_api.schemas import ChatCompletionRequest
@@ -40,12 +39,6 @@ CHAT_RESPONSES = sse.stream_responses(
 )
 
 
-def _authorize_model(services: Services, principal: Principal, name: str) -> None:
-    deployment = services.registry.get(name)
-    if not role_allows(deployment.config, principal.roles):
-        raise PermissionDenied(f"This API key may not use the model `{name}`.", param="model")
-
-
 @router.post("/chat/completions", response_model=None, responses=CHAT_RESPONSES)
 async def chat_completions(
     body: ChatCompletionRequest,
@@ -55,12 +48,12 @@ async def chat_completions(
 ) -> Response:
     context = request_context(request)
     context.model = body.model
-    _authorize_model(services, principal, body.model)
-    context.provider = services.registry.get(body.model).config.provider  # until one answers
+    config = authorize_model(services, principal, body.model)
+    context.provider = config.provider  # until a deployment answers
     await services.limits.admit(principal)
     chat_request = to_chat_request(body)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
-    if services.registry.get(body.model).config.server_tools:
+    if config.server_tools:
         return await _server_tools_response(services, principal, body, chat_request, completion_id)
     if not body.stream:
         response, served = await services.router.complete(body.model, chat_request)

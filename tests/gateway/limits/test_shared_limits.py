@@ -90,3 +90,26 @@ def test_two_gateways_share_the_limit_through_redis(
     assert admitted == 3
     assert "retry-after" in refused.headers
     assert _call(two, other_key).status_code == 200  # limits are per key
+
+
+def test_the_anthropic_api_counts_against_the_same_limit(database: str) -> None:
+    with running_gateway(database, models=MODELS, key_limits=LIMITS) as gateway:
+        key = gateway.create_key("anthropic-sdk-user", ["user"])
+
+        def send(number: int) -> httpx.Response:
+            if number % 2:
+                return _call(gateway, key)
+            return httpx.post(
+                f"{gateway.v1}/messages",
+                json={
+                    "model": "mock",
+                    "max_tokens": 16,
+                    "messages": [{"role": "user", "content": "hi"}],
+                },
+                headers={"x-api-key": key},
+            )
+
+        admitted, refused = _admitted_before_429(send)
+
+    assert admitted == 3
+    assert int(refused.headers["retry-after"]) >= 1
