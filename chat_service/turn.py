@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from time import perf_counter
 
 from chat_service import events
@@ -29,7 +29,7 @@ from llm_service.types import (
 from mcp_client.types import ToolCatalog
 
 # Told of every model call a turn makes (for usage accounting): the response and its latency.
-ModelCallObserver = Callable[[ConversationInfo, ChatResponse, float], None]
+ModelCallObserver = Callable[[ConversationInfo, ChatResponse, float], Awaitable[None]]
 
 
 class TurnRunner:
@@ -165,7 +165,7 @@ class TurnRunner:
                 yield events.message_delta(event.text)
             elif isinstance(event, StreamDone):
                 if self._observe is not None:
-                    self._observe(conversation, event.response, perf_counter() - started)
+                    await self._observe(conversation, event.response, perf_counter() - started)
                 yield event.response.message
 
     async def _durable(self, conversation_id: str, event: TurnEvent) -> TurnEvent:

@@ -70,6 +70,7 @@ async def send_message(
 ) -> Response:
     conversation = await _owned(services, principal, conversation_id)
     authorize_model(services, principal, conversation.model)
+    await services.limits.admit(principal)
     # Usage is recorded per model call by the turn itself (turns outlive requests), so the
     # request context names no model and the access log records no tokens here.
     turn = services.turns.start(conversation_id, principal.roles, UserMessage(body.content))

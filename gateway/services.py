@@ -19,7 +19,7 @@ from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
 from db.migrate import head_revision
 from gateway.background import BackgroundTurns
-from gateway.keys import KeyStore
+from gateway.keys import KeyStore, Principal
 from gateway.limits.counters import Counters, MemoryCounters, RedisCounters
 from gateway.limits.limiter import KeyLimiter
 from gateway.metrics import GatewayMetrics
@@ -94,7 +94,7 @@ class Services:
             router=router,
             catalog=tools,
             settings=loop_settings,
-            observe=_usage_observer(usage, registry),
+            observe=_usage_observer(usage, registry, limits),
         )
         sweeper = Sweeper(
             store=conversations, calls=tool_calls, approvals=approvals, settings=loop_settings
@@ -128,10 +128,15 @@ class Services:
         await self.engine.dispose()
 
 
-def _usage_observer(usage: UsageRecorder, registry: ModelRegistry) -> ModelCallObserver:
-    """Conversation turns record their model calls' usage, also when resumed in the background."""
+def _usage_observer(
+    usage: UsageRecorder, registry: ModelRegistry, limits: KeyLimiter
+) -> ModelCallObserver:
+    """Conversation turns record (and charge to the key's limits) their model calls' usage,
+    also when a turn resumes in the background after an approval."""
 
-    def observe(conversation: ConversationInfo, response: ChatResponse, seconds: float) -> None:
+    async def observe(
+        conversation: ConversationInfo, response: ChatResponse, seconds: float
+    ) -> None:
         usage.record(
             UsageEntry(
                 request_id=conversation.id,
@@ -147,6 +152,8 @@ def _usage_observer(usage: UsageRecorder, registry: ModelRegistry) -> ModelCallO
                 error_type=None,
             )
         )
+        requester = Principal(conversation.api_key_id, "", conversation.roles)
+        await limits.charge(requester, conversation.model, response.usage)
 
     return observe
 
