@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from time import perf_counter
 
 from chat_service import events
 from chat_service.config import ToolLoopSettings
 from chat_service.errors import ConversationBusy
-from chat_service.events import TurnEvent
+from chat_service.events import TurnEvent, TurnStatus
 from chat_service.executor import ToolExecutor
 from chat_service.store import ConversationInfo, ConversationStore, message_json
 from chat_service.tool_calls import SETTLED, CallState, ToolCallStore
@@ -27,6 +28,12 @@ from llm_service.types import (
     UserMessage,
 )
 from mcp_client.types import ToolCatalog
+
+
+@dataclass
+class _RoundOutcome:
+    again: bool = False
+
 
 # Told of every model call a turn makes (for usage accounting): the response and its latency.
 ModelCallObserver = Callable[[ConversationInfo, ChatResponse, float], Awaitable[None]]
@@ -107,47 +114,67 @@ class TurnRunner:
                 yield event
 
     async def _fail(self, cid: str, code: str, message: str) -> AsyncIterator[TurnEvent]:
-        await self._store.move(cid, "running", "idle")
         yield await self._durable(cid, events.error(code, message))
-        yield await self._durable(cid, events.turn_finished("failed"))
+        async for event in self._finish(cid, "failed"):
+            yield event
+
+    async def _finish(self, cid: str, status: TurnStatus) -> AsyncIterator[TurnEvent]:
+        # The event is stored before the turn is released: a follower that sees the
+        # conversation idle must already find how its turn ended.
+        finished = await self._durable(cid, events.turn_finished(status))
+        await self._store.move(cid, "running", "idle")
+        yield finished
 
     async def _rounds(self, conversation: ConversationInfo) -> AsyncIterator[TurnEvent]:
-        cid = conversation.id
+        """Model call, tool round, again, until an answer without calls, a pause or a limit."""
         while True:
-            history = [m.message for m in await self._store.messages(cid)]
-            round_number = _rounds_so_far(history)
-            if round_number >= self._settings.max_tool_rounds:
-                limit = self._settings.max_tool_rounds
-                message = f"The model asked for tools more than {limit} times."
-                async for failure in self._fail(cid, "max_tool_rounds", message):
-                    yield failure
+            outcome = _RoundOutcome()
+            async for event in self._round(conversation, outcome):
+                yield event
+            if not outcome.again:
                 return
-            answer: AssistantMessage | None = None
-            async for event in self._model_call(conversation, history):
-                if isinstance(event, AssistantMessage):
-                    answer = event
-                else:
-                    yield event
-            assert answer is not None
-            stored = await self._store.append(cid, answer)
-            yield await self._durable(cid, events.message_completed(stored.to_json()))
-            if not answer.tool_calls:
-                await self._store.move(cid, "running", "idle")
-                yield await self._durable(cid, events.turn_finished("completed"))
-                return
-            budget = self._settings.max_tool_calls_per_turn - _calls_so_far(history)
-            async for event in self._executor.run_round(
-                conversation, answer.tool_calls, round_number, budget
-            ):
-                yield await self._durable(cid, event)
-            if not await self._round_settled(cid):
-                await self._store.move(cid, "running", "awaiting_approval")
-                yield await self._durable(cid, events.turn_finished("awaiting_approval"))
-                # A decision that landed before the move found the turn `running` and left it
-                # to us: pick it up now, or it would wait forever.
-                async for event in self._continue_if_decided(conversation):
-                    yield event
-                return
+
+    async def _round(
+        self, conversation: ConversationInfo, outcome: _RoundOutcome
+    ) -> AsyncIterator[TurnEvent]:
+        cid = conversation.id
+        history = [m.message for m in await self._store.messages(cid)]
+        round_number = _rounds_so_far(history)
+        if round_number >= self._settings.max_tool_rounds:
+            limit = self._settings.max_tool_rounds
+            message = f"The model asked for tools more than {limit} times."
+            async for failure in self._fail(cid, "max_tool_rounds", message):
+                yield failure
+            return
+        answer = AssistantMessage()
+        async for event in self._model_call(conversation, history):
+            if isinstance(event, AssistantMessage):
+                answer = event
+            else:
+                yield event
+        if not answer.tool_calls:
+            async for event in self._finish(cid, "completed"):
+                yield event
+            return
+        budget = self._settings.max_tool_calls_per_turn - _calls_so_far(history)
+        async for event in self._executor.run_round(
+            conversation, answer.tool_calls, round_number, budget
+        ):
+            yield await self._durable(cid, event)
+        if await self._round_settled(cid):
+            outcome.again = True
+            return
+        async for event in self._park(conversation):
+            yield event
+
+    async def _park(self, conversation: ConversationInfo) -> AsyncIterator[TurnEvent]:
+        """Pause the turn until every held call of the round is decided."""
+        await self._store.move(conversation.id, "running", "awaiting_approval")
+        yield await self._durable(conversation.id, events.turn_finished("awaiting_approval"))
+        # A decision that landed before the move found the turn `running` and left it to us:
+        # pick it up now, or it would wait forever.
+        async for event in self._continue_if_decided(conversation):
+            yield event
 
     async def _model_call(
         self, conversation: ConversationInfo, history: list[Message]
@@ -166,6 +193,10 @@ class TurnRunner:
             elif isinstance(event, StreamDone):
                 if self._observe is not None:
                     await self._observe(conversation, event.response, perf_counter() - started)
+                stored = await self._store.append(conversation.id, event.response.message)
+                yield await self._durable(
+                    conversation.id, events.message_completed(stored.to_json())
+                )
                 yield event.response.message
 
     async def _durable(self, conversation_id: str, event: TurnEvent) -> TurnEvent:
