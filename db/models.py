@@ -133,3 +133,17 @@ class AuditEvent(Base):
     tool_call_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
     tool_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
     detail: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class AdminSession(Base):
+    """A signed-in admin web UI session; only the token's hash is stored."""
+
+    __tablename__ = "admin_sessions"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    api_key_id: Mapped[int] = mapped_column(
+        ForeignKey("api_keys.id", ondelete="CASCADE"), index=True
+    )
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)

@@ -11,6 +11,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from chat_service.config import ToolLoopSettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
+from gateway.admin_ui.config import AdminUISettings
 from gateway.limits.config import KeyLimitsConfig
 from llm_service.config import ModelConfig
 from mcp_client.config import CatalogSettings, MCPServerConfig
@@ -50,6 +51,7 @@ class Settings(BaseSettings):
     mcp_servers: list[MCPServerConfig] = Field(default_factory=list)
     tool_catalog: CatalogSettings = Field(default_factory=CatalogSettings)
     tool_loop: ToolLoopSettings = Field(default_factory=ToolLoopSettings)
+    admin_ui: AdminUISettings = Field(default_factory=AdminUISettings)
 
     @field_validator("models")
     @classmethod
