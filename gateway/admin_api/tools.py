@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from starlette.responses import Response
 
+from chat_service.pinned_catalog import PinnedCatalog
 from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.responses import json_response
 from mcp_client.types import StandardizedTool, ToolCatalog
@@ -21,7 +22,7 @@ def servers_json(catalog: ToolCatalog) -> list[dict[str, Any]]:
     ]
 
 
-def tool_policy_json(tool: StandardizedTool) -> dict[str, Any]:
+def tool_policy_json(tool: StandardizedTool, held: bool) -> dict[str, Any]:
     return {
         "object": "tool",
         "name": tool.name,
@@ -35,13 +36,17 @@ def tool_policy_json(tool: StandardizedTool) -> dict[str, Any]:
             "roles": sorted(tool.roles),
             "requires_approval": tool.requires_approval,
             "auto_approved": tool.auto_approved,
+            "held_for_review": held,
         },
     }
 
 
 def tools_json(catalog: ToolCatalog) -> list[dict[str, Any]]:
     tools = sorted(catalog.all_tools(), key=lambda tool: (tool.server, tool.name))
-    return [tool_policy_json(tool) for tool in tools]
+    pinned = catalog if isinstance(catalog, PinnedCatalog) else None
+    return [
+        tool_policy_json(tool, pinned is not None and not pinned.offered(tool)) for tool in tools
+    ]
 
 
 @router.get("/servers")

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from fastapi.responses import FileResponse
 from starlette.exceptions import HTTPException
 
-from gateway.admin_ui import pages, queue, signin
+from gateway.admin_ui import pages, queue, reviews, signin
 from gateway.admin_ui.rendering import STATIC_FILES
 
 
@@ -20,7 +20,7 @@ async def static_file(name: str) -> FileResponse:
 
 def admin_ui_router() -> APIRouter:
     router = APIRouter()
-    for module in (signin, queue, pages):
+    for module in (signin, queue, reviews, pages):
         router.include_router(module.router)
     router.add_api_route("/admin/static/{name}", static_file, include_in_schema=False)
     return router

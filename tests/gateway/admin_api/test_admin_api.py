@@ -16,12 +16,15 @@ ADMIN_READS = [
     "/v1/admin/servers",
     "/v1/admin/tools",
     "/v1/admin/approvals",
+    "/v1/admin/tool-reviews",
 ]
 ADMIN_WRITES = [
     ("/v1/admin/keys", {"name": "sneaky", "roles": ["admin"]}),
     ("/v1/admin/keys/1/revoke", None),
     ("/v1/admin/approvals/x/approve", None),
     ("/v1/admin/approvals/x/reject", None),
+    ("/v1/admin/tool-reviews/1/approve", None),
+    ("/v1/admin/tool-reviews/1/reject", None),
 ]
 
 
@@ -138,6 +141,7 @@ def test_tools_show_their_effective_policy_and_servers_their_status(
         "roles": ["user"],
         "requires_approval": True,
         "auto_approved": False,
+        "held_for_review": False,
     }
     assert tools["admin_only"]["policy"]["roles"] == ["admin"]
     assert servers == {"object": "list", "data": []}

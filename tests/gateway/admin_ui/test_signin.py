@@ -58,7 +58,8 @@ def test_an_admin_key_signs_in_with_a_strict_httponly_cookie(ui_stack: LoopStack
 
 def test_pages_without_a_session_redirect_to_sign_in(ui_stack: LoopStack) -> None:
     with httpx.Client(base_url=ui_stack.gateway.url) as client:
-        for path in ["/admin", "/admin/keys", "/admin/audit", "/admin/usage", "/admin/tools"]:
+        pages = ["/admin", "/admin/keys", "/admin/audit", "/admin/usage", "/admin/tools"]
+        for path in [*pages, "/admin/reviews"]:
             response = client.get(path)
             assert response.status_code == 303, path
             assert response.headers["location"] == "/admin/login"
@@ -93,6 +94,7 @@ def test_forms_without_the_session_csrf_token_are_refused(ui_stack: LoopStack) -
             client.post("/admin/keys/1/revoke", data={}),
             client.post("/admin/calls/any/approve", data={"csrf_token": token[:-1]}),
             client.post("/admin/calls/any/reject", data={"reason": "r"}),
+            client.post("/admin/reviews/1/approve", data={"csrf_token": ""}),
             client.post("/admin/logout", data={}),
         ]
         assert [r.status_code for r in forged] == [403] * len(forged)
