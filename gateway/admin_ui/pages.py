@@ -10,6 +10,7 @@ from starlette.responses import RedirectResponse, Response
 
 from db.base import utcnow
 from gateway.admin_api.audit import AuditFilter, audit_page
+from gateway.admin_api.compatibility import configured_providers, report
 from gateway.admin_api.keys import validate_roles
 from gateway.admin_api.tools import servers_json, tools_json
 from gateway.admin_api.usage import usage_rows
@@ -104,5 +105,11 @@ async def usage(
 
 @router.get("/tools")
 async def tools(request: Request, services: ServicesDep, session: SignedIn) -> Response:
-    context = {"servers": servers_json(services.tools), "tools": tools_json(services.tools)}
+    providers = configured_providers(services)
+    context = {
+        "servers": servers_json(services.tools),
+        "tools": tools_json(services.tools),
+        "providers": providers,
+        "compatibility": report(services.tools.all_tools(), providers),
+    }
     return render(request, "tools.html", context, session)

@@ -19,6 +19,7 @@ from gateway.admin_ui.security import SecuredRoute, SignedIn, check_csrf
 from gateway.admin_ui.sessions import SessionInfo
 from gateway.auth import ServicesDep
 from gateway.services import Services
+from gateway.shutdown import Drain
 from gateway.sse import SSE_HEADERS
 
 router = APIRouter(prefix="/admin", route_class=SecuredRoute, include_in_schema=False)
@@ -86,8 +87,10 @@ async def _queue_feed(
     """Polls the database, not this process: approvals may be decided on any replica."""
     shown = set(request.query_params.getlist("shown")[:500])
     poll = services.settings.admin_ui.queue_poll_seconds
+    drain: Drain = request.app.state.drain
     yield b": live\n\n"
-    while not await request.is_disconnected():
+    # Ending on drain lets the browser's EventSource reconnect to a replica that stays up.
+    while not drain.draining and not await request.is_disconnected():
         if session.expires_at <= utcnow():
             yield _event("session-expired", {})
             return

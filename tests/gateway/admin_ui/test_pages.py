@@ -105,3 +105,4 @@ def test_audit_usage_and_tools_pages_render(ui_stack: LoopStack) -> None:
     assert tools.status_code == 200
     assert "requires approval" in tools.text
     assert "No MCP servers are configured" in tools.text
+    assert "No configured provider receives tool schemas" in tools.text
