@@ -12,7 +12,7 @@ PORT ?= 8000
 CHECKOV_ENV := $(TOOLS)/checkov
 CHECKOV_LOCK := tools/checkov/requirements.txt
 
-.PHONY: install run migrate test lint typecheck pytest checkov clean bench
+.PHONY: install run migrate test lint typecheck pytest checkov chromium clean bench
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -48,7 +48,12 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-pytest: install checkov
+# The admin UI's browser tests drive Debian's Chromium (never `playwright install`, which
+# downloads a browser). Installing it needs root, as in CI and in the dev container.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends chromium; }
+
+pytest: install checkov chromium
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest

@@ -53,8 +53,11 @@ def create_engine(url: str, pool: PoolSettings | None = None) -> AsyncEngine:
 def _sqlite_pragmas(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
     # WAL lets readers proceed during writes; busy_timeout makes writers queue, not fail.
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA busy_timeout=30000")
+    # Switching the journal mode needs a lock; once the file is in WAL mode it stays there.
+    cursor.execute("PRAGMA journal_mode")
+    if cursor.fetchone()[0].lower() != "wal":
+        cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.base import Base, UTCDateTime, utcnow
@@ -133,3 +133,36 @@ class AuditEvent(Base):
     tool_call_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
     tool_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
     detail: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class AdminSession(Base):
+    """A signed-in admin web UI session; only the token's hash is stored."""
+
+    __tablename__ = "admin_sessions"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    api_key_id: Mapped[int] = mapped_column(
+        ForeignKey("api_keys.id", ondelete="CASCADE"), index=True
+    )
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+
+
+class ToolPin(Base):
+    """One reviewed (or to-be-reviewed) tool definition: a tool is offered to models only while
+    its current definition hash has an approved pin, unless its server is trusted."""
+
+    __tablename__ = "tool_pins"
+    __table_args__ = (UniqueConstraint("tool_name", "definition_hash"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tool_name: Mapped[str] = mapped_column(String(200), index=True)
+    server: Mapped[str] = mapped_column(String(200))
+    definition_hash: Mapped[str] = mapped_column(String(64))
+    definition: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # pending_review | approved | rejected
+    status: Mapped[str] = mapped_column(String(32), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    decided_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)

@@ -8,6 +8,8 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from gateway import approvals_api, conversations_api, health, tools_api
+from gateway.admin_api import admin_router
+from gateway.admin_ui.routes import admin_ui_router
 from gateway.anthropic_api import routes as anthropic_routes
 from gateway.errors import install_error_handlers
 from gateway.input_guard import JsonGuardMiddleware
@@ -51,6 +53,8 @@ def create_app(
     app.include_router(approvals_api.router)
     app.include_router(anthropic_routes.router)
     app.include_router(tools_api.router)
+    app.include_router(admin_router())
+    app.include_router(admin_ui_router())
     # Owned by this app (not prometheus_client's global registry), so apps never collide.
     app.state.metrics = metrics = GatewayMetrics()
     tracing = Tracing(settings.tracing)

@@ -12,9 +12,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from chat_service.approvals import Approvals
 from chat_service.executor import ToolExecutor
+from chat_service.pinned_catalog import PinnedCatalog
 from chat_service.store import ConversationInfo, ConversationStore
 from chat_service.sweeper import Sweeper
 from chat_service.tool_calls import ToolCallStore
+from chat_service.tool_pins import ToolPins
 from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
 from db.migrate import head_revision
@@ -51,6 +53,7 @@ class Services:
     approvals: Approvals
     turns: TurnRunner
     background: BackgroundTurns
+    pins: ToolPins
 
     @classmethod
     async def start(
@@ -79,6 +82,9 @@ class Services:
         limits = _key_limiter(settings)
         if tools is None:
             tools = MCPToolCatalog.from_config(settings.mcp_servers, settings.tool_catalog, environ)
+        pins = ToolPins(sessions)
+        if settings.tool_pinning.enabled:
+            tools = PinnedCatalog(tools, pins, settings.tool_pinning)
         # Tool servers that fail are degraded and retried in the background; start never fails.
         await tools.start()
         loop_settings = settings.tool_loop
@@ -117,6 +123,7 @@ class Services:
             approvals=approvals,
             turns=turns,
             background=background,
+            pins=pins,
         )
 
     async def stop(self) -> None:

@@ -10,7 +10,9 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from chat_service.config import ToolLoopSettings
+from chat_service.pinned_catalog import PinningSettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
+from gateway.admin_ui.config import AdminUISettings
 from gateway.limits.config import KeyLimitsConfig
 from gateway.tracing import TracingSettings
 from llm_service.config import ModelConfig
@@ -52,6 +54,8 @@ class Settings(BaseSettings):
     tool_catalog: CatalogSettings = Field(default_factory=CatalogSettings)
     tool_loop: ToolLoopSettings = Field(default_factory=ToolLoopSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
+    admin_ui: AdminUISettings = Field(default_factory=AdminUISettings)
+    tool_pinning: PinningSettings = Field(default_factory=PinningSettings)
 
     @field_validator("models")
     @classmethod

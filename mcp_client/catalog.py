@@ -118,6 +118,9 @@ class MCPToolCatalog(ToolCatalog):
         entry = self._index.get(name)
         return entry[0] if entry else None
 
+    def all_tools(self) -> list[StandardizedTool]:
+        return [tool for tool, _ in self._index.values()]
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], timeout: float | None = None
     ) -> ToolResult:

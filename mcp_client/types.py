@@ -83,6 +83,10 @@ class ToolCatalog(Protocol):
         """A tool by its catalog name, whatever the roles; None when it does not exist."""
         ...
 
+    def all_tools(self) -> list[StandardizedTool]:
+        """Every tool in the catalog, whatever the roles (for administrators)."""
+        ...
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], timeout: float | None = None
     ) -> ToolResult:

@@ -74,6 +74,9 @@ class CountingCatalog:
         entry = self.tools.get(name)
         return entry[0] if entry else None
 
+    def all_tools(self) -> list[StandardizedTool]:
+        return [tool for tool, _ in self.tools.values()]
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], timeout: float | None = None
     ) -> ToolResult:

@@ -1,0 +1,106 @@
+"""A tool catalog that offers only reviewed tool definitions (see ``tool_pins``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+
+from chat_service.tool_pins import ToolPins
+from mcp_client.results import error_result
+from mcp_client.types import ServerHealth, StandardizedTool, ToolCatalog, ToolResult
+
+log = structlog.get_logger("chat_service.pinned_catalog")
+
+
+class PinningSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(
+        False, description="hold new and changed tool definitions until an admin approves them"
+    )
+    trusted_servers: list[str] = Field(
+        default_factory=list, description="servers whose tools skip review"
+    )
+    refresh_seconds: float = Field(
+        5.0, gt=0, description="how often definitions and decisions are re-read from the database"
+    )
+
+
+class PinnedCatalog(ToolCatalog):
+    """Wraps a catalog; hides every tool whose current definition is not approved."""
+
+    def __init__(self, inner: ToolCatalog, pins: ToolPins, settings: PinningSettings) -> None:
+        self._inner = inner
+        self._pins = pins
+        self._trusted = frozenset(settings.trusted_servers)
+        self._refresh_seconds = settings.refresh_seconds
+        self._approved: frozenset[tuple[str, str]] = frozenset()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self._inner.start()
+        await self.refresh()
+        self._task = asyncio.create_task(self._keep_fresh(), name="tool-pins-refresh")
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._inner.aclose()
+
+    async def refresh(self) -> None:
+        """Pins definitions not seen before as pending review, and re-reads the approvals (which
+        any replica may have decided)."""
+        known = await self._pins.known()
+        unseen = [
+            tool
+            for tool in self._inner.all_tools()
+            if tool.server not in self._trusted and (tool.name, tool.definition_hash) not in known
+        ]
+        if unseen:
+            log.warning("tools_held_for_review", tools=[tool.name for tool in unseen])
+            await self._pins.hold(unseen)
+        self._approved = frozenset(await self._pins.approved())
+
+    async def _keep_fresh(self) -> None:
+        while True:
+            await asyncio.sleep(self._refresh_seconds)
+            try:
+                await self.refresh()
+            except Exception:  # a database hiccup must not end the refresher
+                log.exception("tool_pins_refresh_failed")
+
+    def offered(self, tool: StandardizedTool) -> bool:
+        return tool.server in self._trusted or (tool.name, tool.definition_hash) in self._approved
+
+    def status(self) -> Mapping[str, ServerHealth]:
+        return self._inner.status()
+
+    def bundle_names(self) -> list[str]:
+        return self._inner.bundle_names()
+
+    def get_tools_for_llm(
+        self, roles: Iterable[str], bundle: str | None = None
+    ) -> list[StandardizedTool]:
+        return [t for t in self._inner.get_tools_for_llm(roles, bundle) if self.offered(t)]
+
+    def get(self, name: str) -> StandardizedTool | None:
+        tool = self._inner.get(name)
+        return tool if tool is not None and self.offered(tool) else None
+
+    def all_tools(self) -> list[StandardizedTool]:
+        return self._inner.all_tools()
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], timeout: float | None = None
+    ) -> ToolResult:
+        tool = self._inner.get(name)
+        if tool is not None and not self.offered(tool):
+            return error_result(f"the tool `{name}` is held for review")
+        return await self._inner.call_tool(name, arguments, timeout)

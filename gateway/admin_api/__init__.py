@@ -1,0 +1,14 @@
+"""The admin JSON API under ``/v1/admin`` (role ``admin`` on every endpoint)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from gateway.admin_api import audit, compatibility, keys, reviews, tools, usage
+
+
+def admin_router() -> APIRouter:
+    router = APIRouter()
+    for module in (keys, audit, usage, compatibility, tools, reviews):
+        router.include_router(module.router)
+    return router

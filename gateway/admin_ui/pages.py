@@ -1,0 +1,115 @@
+"""The read-mostly pages: keys (create, revoke), audit log, usage, tools and servers."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Query, Request
+from starlette.responses import RedirectResponse, Response
+
+from db.base import utcnow
+from gateway.admin_api.audit import AuditFilter, audit_page
+from gateway.admin_api.compatibility import configured_providers, report
+from gateway.admin_api.keys import validate_roles
+from gateway.admin_api.tools import servers_json, tools_json
+from gateway.admin_api.usage import usage_rows
+from gateway.admin_ui.rendering import render
+from gateway.admin_ui.security import SecuredRoute, SignedIn, check_csrf
+from gateway.auth import ServicesDep
+from llm_service.errors import InvalidRequest
+
+router = APIRouter(prefix="/admin", route_class=SecuredRoute, include_in_schema=False)
+
+USAGE_WINDOWS = (1, 7, 30, 90)
+
+
+async def _keys_page(
+    request: Request,
+    services: ServicesDep,
+    session: SignedIn,
+    created: tuple[str, str] | None = None,
+    error: str | None = None,
+) -> Response:
+    keys = await services.keys.list()
+    context = {"keys": keys, "created": created, "error": error}
+    return render(request, "keys.html", context, session, 400 if error else 200)
+
+
+@router.get("/keys")
+async def keys_page(request: Request, services: ServicesDep, session: SignedIn) -> Response:
+    return await _keys_page(request, services, session)
+
+
+@router.post("/keys")
+async def create_key(
+    request: Request,
+    services: ServicesDep,
+    session: SignedIn,
+    *,
+    name: Annotated[str, Form(min_length=1, max_length=200)],
+    roles: Annotated[str, Form(max_length=500)],
+    csrf_token: Annotated[str, Form(max_length=100)] = "",
+) -> Response:
+    check_csrf(session, csrf_token)
+    try:
+        cleaned = validate_roles(roles.replace(",", " ").split())
+    except InvalidRequest as exc:
+        return await _keys_page(request, services, session, error=exc.message)
+    key, info = await services.keys.create(name.strip(), cleaned)
+    # Rendered, not redirected: the key is shown this once and never stored in clear.
+    return await _keys_page(request, services, session, created=(info.name, key))
+
+
+@router.post("/keys/{key_id}/revoke")
+async def revoke_key(
+    key_id: int,
+    services: ServicesDep,
+    session: SignedIn,
+    csrf_token: Annotated[str, Form(max_length=100)] = "",
+) -> Response:
+    check_csrf(session, csrf_token)
+    await services.keys.revoke(key_id)
+    return RedirectResponse("/admin/keys", status_code=303)
+
+
+@router.get("/audit")
+async def audit_log(
+    request: Request,
+    services: ServicesDep,
+    session: SignedIn,
+    *,
+    tool: Annotated[str | None, Query(max_length=200)] = None,
+    conversation: Annotated[str | None, Query(max_length=36)] = None,
+    action: Annotated[str | None, Query(max_length=64)] = None,
+    before: Annotated[int | None, Query()] = None,
+) -> Response:
+    wanted = AuditFilter(tool or None, conversation or None, None, action or None, before)
+    page = await audit_page(services.sessions, wanted)
+    names = {info.id: info.name for info in await services.keys.list()}
+    context = {"page": page, "wanted": wanted, "names": names}
+    return render(request, "audit.html", context, session)
+
+
+@router.get("/usage")
+async def usage(
+    request: Request,
+    services: ServicesDep,
+    session: SignedIn,
+    days: Annotated[int, Query(ge=1, le=3650)] = 30,
+) -> Response:
+    rows = await usage_rows(services.sessions, utcnow() - timedelta(days=days))
+    context = {"rows": rows, "days": days, "windows": USAGE_WINDOWS}
+    return render(request, "usage.html", context, session)
+
+
+@router.get("/tools")
+async def tools(request: Request, services: ServicesDep, session: SignedIn) -> Response:
+    providers = configured_providers(services)
+    context = {
+        "servers": servers_json(services.tools),
+        "tools": tools_json(services.tools),
+        "providers": providers,
+        "compatibility": report(services.tools.all_tools(), providers),
+    }
+    return render(request, "tools.html", context, session)

@@ -1,0 +1,120 @@
+"""The approval queue: the page, its live feed (SSE) and the approve / reject forms."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated, Literal
+
+import orjson
+from fastapi import APIRouter, Form, Request
+from starlette.responses import RedirectResponse, Response, StreamingResponse
+
+from chat_service.errors import DecisionConflict, SelfApprovalForbidden, ToolCallNotFound
+from chat_service.tool_calls import CallState
+from db.base import utcnow
+from gateway.admin_ui.cards import build_cards
+from gateway.admin_ui.rendering import render, render_fragment
+from gateway.admin_ui.security import SecuredRoute, SignedIn, check_csrf
+from gateway.admin_ui.sessions import SessionInfo
+from gateway.auth import ServicesDep
+from gateway.services import Services
+from gateway.shutdown import Drain
+from gateway.sse import SSE_HEADERS
+
+router = APIRouter(prefix="/admin", route_class=SecuredRoute, include_in_schema=False)
+
+RECENT_DECISIONS = 15
+DONE_NOTICES = {
+    "approved": "Approved: the call runs now and the conversation resumes.",
+    "rejected": "Rejected: the model is told the reason and the conversation resumes.",
+}
+
+
+async def _queue_page(
+    request: Request,
+    services: Services,
+    session: SessionInfo,
+    error: str | None = None,
+    status_code: int = 200,
+) -> Response:
+    pending = await build_cards(services, await services.approvals.pending())
+    decided = await services.tool_calls.in_states(
+        [CallState.APPROVED, CallState.REJECTED, CallState.EXPIRED], limit=RECENT_DECISIONS
+    )
+    notice = DONE_NOTICES.get(request.query_params.get("done", ""))
+    context = {"cards": pending, "decided": decided, "notice": notice, "error": error}
+    return render(request, "queue.html", context, session, status_code)
+
+
+@router.get("")
+async def queue_page(request: Request, services: ServicesDep, session: SignedIn) -> Response:
+    return await _queue_page(request, services, session)
+
+
+@router.post("/calls/{call_id}/{verdict}")
+async def decide(
+    request: Request,
+    call_id: str,
+    *,
+    verdict: Literal["approve", "reject"],
+    services: ServicesDep,
+    session: SignedIn,
+    csrf_token: Annotated[str, Form(max_length=100)] = "",
+    reason: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    check_csrf(session, csrf_token)
+    approve = verdict == "approve"
+    try:
+        call = await services.approvals.decide(
+            call_id, session.key_id, approve, reason.strip() or None
+        )
+    except (DecisionConflict, SelfApprovalForbidden, ToolCallNotFound) as exc:
+        return await _queue_page(request, services, session, exc.message, exc.status_code)
+    # The turn resumes here, on whichever replica took the decision.
+    services.background.resume(call.conversation_id)
+    done = "approved" if approve else "rejected"
+    return RedirectResponse(f"/admin?done={done}", status_code=303)
+
+
+def _event(kind: str, data: dict[str, str]) -> bytes:
+    return f"event: {kind}\ndata: ".encode() + orjson.dumps(data) + b"\n\n"
+
+
+async def _queue_feed(
+    request: Request, services: Services, session: SessionInfo
+) -> AsyncIterator[bytes]:
+    """Polls the database, not this process: approvals may be decided on any replica."""
+    shown = set(request.query_params.getlist("shown")[:500])
+    poll = services.settings.admin_ui.queue_poll_seconds
+    drain: Drain = request.app.state.drain
+    yield b": live\n\n"
+    # Ending on drain lets the browser's EventSource reconnect to a replica that stays up.
+    while not drain.draining and not await request.is_disconnected():
+        if session.expires_at <= utcnow():
+            yield _event("session-expired", {})
+            return
+        calls = await services.approvals.pending()
+        current = {call.id for call in calls}
+        for card in await build_cards(services, [c for c in calls if c.id not in shown]):
+            html = render_fragment("_card.html", {"card": card, "session": session})
+            yield _event("call", {"id": card.call.id, "html": html})
+        for gone in shown - current:
+            yield _event("gone", {"id": gone})
+        shown = current
+        await asyncio.sleep(poll)
+
+
+@router.get("/queue/events")
+async def queue_events(
+    request: Request,
+    services: ServicesDep,
+    session: SignedIn,
+) -> Response:
+    """Server-sent events: ``call`` (a new held call, as its rendered card), ``gone`` (decided
+    or expired anywhere), ``session-expired``. Cards already on the page come as ``shown``."""
+    return StreamingResponse(
+        _queue_feed(request, services, session),
+        media_type="text/event-stream",
+        headers=SSE_HEADERS,
+    )

@@ -1,0 +1,56 @@
+"""Jinja2 templates (autoescaped) and the two static files the pages use."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from fastapi.templating import Jinja2Templates
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gateway.admin_ui.sessions import SessionInfo
+
+HERE = Path(__file__).parent
+STATIC_FILES = {
+    "admin.css": ("text/css", HERE / "static" / "admin.css"),
+    "admin.js": ("text/javascript", HERE / "static" / "admin.js"),
+}
+
+
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def when(value: datetime | str | None) -> str:
+    if value is None:
+        return "—"
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@cache
+def templates() -> Jinja2Templates:
+    built = Jinja2Templates(directory=HERE / "templates")
+    built.env.filters["pretty_json"] = pretty_json
+    built.env.filters["when"] = when
+    return built
+
+
+def render(
+    request: Request,
+    name: str,
+    context: dict[str, Any],
+    session: SessionInfo | None = None,
+    status_code: int = 200,
+) -> Response:
+    return templates().TemplateResponse(
+        request, name, {"session": session, **context}, status_code=status_code
+    )
+
+
+def render_fragment(name: str, context: dict[str, Any]) -> str:
+    return templates().get_template(name).render(context)

@@ -1,0 +1,86 @@
+"""Server-side admin sessions: a random token in the cookie, its hash and a CSRF token in the
+database, so a session works on every replica and ends at sign-out, expiry or key revocation."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from db.base import utcnow
+from db.models import AdminSession, ApiKey
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    key_id: int
+    key_name: str
+    csrf_token: str
+    expires_at: datetime
+
+    def csrf_matches(self, presented: str | None) -> bool:
+        return presented is not None and hmac.compare_digest(presented, self.csrf_token)
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class AdminSessions:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        lifetime_seconds: float,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._sessions = sessions
+        self._lifetime = timedelta(seconds=lifetime_seconds)
+        self._clock = clock
+
+    async def open(self, key_id: int) -> str:
+        """Start a session for an authenticated admin key; returns the cookie's token."""
+        token = secrets.token_urlsafe(32)
+        now = self._clock()
+        row = AdminSession(
+            token_hash=_digest(token),
+            api_key_id=key_id,
+            csrf_token=secrets.token_urlsafe(32),
+            created_at=now,
+            expires_at=now + self._lifetime,
+        )
+        async with self._sessions.begin() as session:
+            # Expired sessions are swept at each sign-in, so the table stays small.
+            await session.execute(delete(AdminSession).where(AdminSession.expires_at <= now))
+            session.add(row)
+        return token
+
+    async def find(self, token: str) -> SessionInfo | None:
+        """The live session for this token; None when unknown, expired, or the key lost admin."""
+        async with self._sessions() as session:
+            found = (
+                await session.execute(
+                    select(AdminSession, ApiKey)
+                    .join(ApiKey, ApiKey.id == AdminSession.api_key_id)
+                    .where(AdminSession.token_hash == _digest(token))
+                )
+            ).first()
+        if found is None:
+            return None
+        row, key = found
+        if row.expires_at <= self._clock() or key.revoked_at is not None:
+            return None
+        if "admin" not in key.roles:
+            return None
+        return SessionInfo(key.id, key.name, row.csrf_token, row.expires_at)
+
+    async def close(self, token: str) -> None:
+        async with self._sessions.begin() as session:
+            await session.execute(
+                delete(AdminSession).where(AdminSession.token_hash == _digest(token))
+            )

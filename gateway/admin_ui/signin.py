@@ -1,0 +1,86 @@
+"""Signing in with an admin API key, and out. The sign-in form has its own CSRF token
+(double-submit: a cookie and a hidden field must match), since there is no session yet."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from starlette.responses import RedirectResponse, Response
+
+from gateway.admin_ui.rendering import render
+from gateway.admin_ui.security import (
+    LOGIN_COOKIE,
+    SESSION_COOKIE,
+    CsrfRejected,
+    SecuredRoute,
+    SessionsDep,
+    SignedIn,
+    check_csrf,
+    clear_cookie,
+    cookie_name,
+    new_token,
+    set_cookie,
+)
+from gateway.auth import ServicesDep
+
+router = APIRouter(prefix="/admin", route_class=SecuredRoute, include_in_schema=False)
+
+LOGIN_FORM_SECONDS = 1800
+
+
+def _login_page(request: Request, error: str | None, status_code: int = 200) -> Response:
+    token = new_token()
+    response = render(
+        request,
+        "login.html",
+        {"csrf_token": token, "error": error, "expired": "expired" in request.query_params},
+        status_code=status_code,
+    )
+    set_cookie(request, response, LOGIN_COOKIE, token, LOGIN_FORM_SECONDS)
+    return response
+
+
+@router.get("/login")
+async def login_form(request: Request) -> Response:
+    return _login_page(request, None)
+
+
+@router.post("/login")
+async def login(
+    request: Request,
+    services: ServicesDep,
+    sessions: SessionsDep,
+    api_key: Annotated[str, Form(max_length=200)],
+    csrf_token: Annotated[str, Form(max_length=100)] = "",
+) -> Response:
+    expected = request.cookies.get(cookie_name(request, LOGIN_COOKIE), "")
+    if not expected or not hmac.compare_digest(expected, csrf_token):
+        raise CsrfRejected
+    principal = await services.keys.authenticate(api_key.strip())
+    if principal is None:
+        return _login_page(request, "That key is not valid or has been revoked.", 401)
+    if not principal.is_admin:
+        return _login_page(request, "That key does not have the admin role.", 403)
+    token = await sessions.open(principal.key_id)
+    response = RedirectResponse("/admin", status_code=303)
+    lifetime = int(services.settings.admin_ui.session_seconds)
+    set_cookie(request, response, SESSION_COOKIE, token, lifetime)
+    clear_cookie(request, response, LOGIN_COOKIE)
+    return response
+
+
+@router.post("/logout")
+async def logout(
+    request: Request,
+    session: SignedIn,
+    sessions: SessionsDep,
+    csrf_token: Annotated[str, Form(max_length=100)] = "",
+) -> Response:
+    check_csrf(session, csrf_token)
+    token = request.cookies.get(cookie_name(request, SESSION_COOKIE), "")
+    await sessions.close(token)
+    response = RedirectResponse("/admin/login", status_code=303)
+    clear_cookie(request, response, SESSION_COOKIE)
+    return response

@@ -1,0 +1,87 @@
+// The admin UI's only script: live approval queue (SSE), countdowns, confirmations.
+// Loaded from /admin/static (the CSP allows no inline script).
+"use strict";
+
+function timeLeftText(ms) {
+  const seconds = Math.max(0, Math.round(ms / 1000));
+  const minutes = Math.floor(seconds / 60);
+  if (minutes >= 60) return `${Math.floor(minutes / 60)} h ${minutes % 60} min left`;
+  if (minutes >= 1) return `${minutes} min ${seconds % 60} s left`;
+  return `${seconds} s left`;
+}
+
+function tickCountdowns() {
+  for (const card of document.querySelectorAll(".call[data-expires]")) {
+    const label = card.querySelector('[data-role="time-left"]');
+    const left = Date.parse(card.dataset.expires) - Date.now();
+    if (left <= 0) {
+      card.classList.add("expired");
+      label.textContent = "Expired: the call will not run";
+      for (const button of card.querySelectorAll("button")) button.disabled = true;
+    } else {
+      label.textContent = timeLeftText(left);
+    }
+  }
+}
+
+function updateEmptyState() {
+  const empty = document.getElementById("queue-empty");
+  if (empty) empty.hidden = document.querySelector("#queue .call") !== null;
+}
+
+function setLive(text, on) {
+  const status = document.getElementById("live-status");
+  if (!status) return;
+  status.textContent = text;
+  status.classList.toggle("on", on);
+  status.classList.toggle("off", !on);
+}
+
+function followQueue() {
+  const queue = document.getElementById("queue");
+  if (!queue || !window.EventSource) return;
+  const params = new URLSearchParams();
+  for (const card of queue.querySelectorAll(".call")) params.append("shown", card.dataset.callId);
+  const source = new EventSource(`/admin/queue/events?${params}`);
+  source.onopen = () => setLive("live", true);
+  source.onerror = () => setLive("live updates interrupted, reconnecting…", false);
+  source.addEventListener("call", (event) => {
+    const data = JSON.parse(event.data);
+    if (document.getElementById(`call-${data.id}`)) return;
+    const holder = document.createElement("div");
+    holder.innerHTML = data.html;  // rendered and escaped by the server's templates
+    const card = holder.firstElementChild;
+    card.classList.add("new");
+    queue.prepend(card);
+    bindConfirmations(card);
+    updateEmptyState();
+    tickCountdowns();
+  });
+  source.addEventListener("gone", (event) => {
+    const card = document.getElementById(`call-${JSON.parse(event.data).id}`);
+    if (card) card.remove();
+    updateEmptyState();
+  });
+  source.addEventListener("session-expired", () => {
+    source.close();
+    setLive("session expired: sign in again", false);
+    window.location.assign("/admin/login?expired=1");
+  });
+}
+
+function bindConfirmations(root) {
+  for (const form of root.querySelectorAll("form[data-confirm]")) {
+    form.addEventListener("submit", (event) => {
+      if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+    });
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  bindConfirmations(document);
+  if (document.body.dataset.page === "queue") {
+    tickCountdowns();
+    window.setInterval(tickCountdowns, 1000);
+    followQueue();
+  }
+});

@@ -1,0 +1,108 @@
+"""The admin pages over HTTP: the queue with its context, decisions, keys, audit, usage, tools."""
+
+from __future__ import annotations
+
+import re
+
+from tests.support.admin_ui import csrf_token, signed_in_client
+from tests.support.tool_loop import LoopStack
+
+
+def start_turn(stack: LoopStack, model: str) -> tuple[str, str]:
+    """Starts a turn that stops at a held call; returns the conversation and the call id."""
+    with stack.client(stack.user_key) as client:
+        conversation_id = client.post("/v1/conversations", json={"model": model}).json()["id"]
+        turn = client.post(f"/v1/conversations/{conversation_id}/messages", json={"content": "go"})
+    [held] = [c for c in turn.json()["tool_calls"] if c["state"] == "awaiting_approval"]
+    return conversation_id, held["id"]
+
+
+def card_of(html: str, call_id: str) -> str:
+    match = re.search(rf'<article class="card call" id="call-{call_id}".*?</article>', html, re.S)
+    assert match, "the call is not in the queue"
+    return match.group(0)
+
+
+def test_a_held_call_is_shown_with_its_context(ui_stack: LoopStack) -> None:
+    _, call_id = start_turn(ui_stack, "injected")
+    with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
+        card = card_of(client.get("/admin").text, call_id)
+    assert "transfer_money" in card
+    assert "requested by product-team" in card
+    assert "&#34;amount&#34;: 999" in card or "&quot;amount&quot;: 999" in card
+    assert "server: local" in card
+    assert "<code>read_email</code>" in card  # the result the model read just before
+    assert "IGNORE PREVIOUS INSTRUCTIONS" in card  # ... shown in the excerpt, escaped
+    assert "data-expires=" in card
+
+
+def test_approving_in_the_ui_resumes_the_conversation(ui_stack: LoopStack) -> None:
+    conversation_id, call_id = start_turn(ui_stack, "loop")
+    with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
+        token = csrf_token(client.get("/admin").text)
+        decided = client.post(f"/admin/calls/{call_id}/approve", data={"csrf_token": token})
+        assert decided.status_code == 303
+        assert decided.headers["location"] == "/admin?done=approved"
+        again = client.post(f"/admin/calls/{call_id}/approve", data={"csrf_token": token})
+    assert again.status_code == 409
+    assert "not awaiting a decision" in again.text
+    with (
+        ui_stack.client(ui_stack.user_key) as user,
+        user.stream("GET", f"/v1/conversations/{conversation_id}/events") as events,
+    ):
+        lines = list(events.iter_lines())
+    assert 'data: {"status":"completed"}' in lines
+    assert ui_stack.catalog.calls[-1] == ("transfer_money", {"amount": 5})
+
+
+def test_rejecting_in_the_ui_tells_the_model_the_reason(ui_stack: LoopStack) -> None:
+    conversation_id, call_id = start_turn(ui_stack, "loop")
+    with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
+        token = csrf_token(client.get("/admin").text)
+        decided = client.post(
+            f"/admin/calls/{call_id}/reject",
+            data={"csrf_token": token, "reason": "not this month"},
+        )
+        assert decided.headers["location"] == "/admin?done=rejected"
+        page = client.get("/admin?done=rejected").text
+    assert "Rejected: the model is told the reason" in page
+    assert "not this month" in page  # in the recently decided table
+    with ui_stack.client(ui_stack.admin_key) as admin:
+        audit = admin.get("/v1/admin/audit", params={"conversation": conversation_id}).json()
+    rejected = [e for e in audit["data"] if e["action"] == "tool_call.rejected"]
+    assert len(rejected) == 1
+
+
+def test_keys_page_shows_a_new_key_once_and_revokes(ui_stack: LoopStack) -> None:
+    with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
+        token = csrf_token(client.get("/admin/keys").text)
+        created = client.post(
+            "/admin/keys", data={"name": "nightly", "roles": "user, analyst", "csrf_token": token}
+        )
+        [key] = re.findall(r'<pre class="secret" id="new-key">(gw-[^<]+)</pre>', created.text)
+        listing = client.get("/admin/keys").text
+        assert key not in listing
+        assert "<td>analyst, user</td>" in listing
+        bad = client.post(
+            "/admin/keys", data={"name": "x", "roles": "Not A Role", "csrf_token": token}
+        )
+        assert bad.status_code == 400
+    with ui_stack.client(key) as user:
+        assert user.get("/v1/tools").status_code == 200
+
+
+def test_audit_usage_and_tools_pages_render(ui_stack: LoopStack) -> None:
+    start_turn(ui_stack, "loop")
+    with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
+        audit = client.get("/admin/audit", params={"tool": "transfer_money"})
+        nothing = client.get("/admin/audit", params={"tool": "no-such-tool"})
+        usage = client.get("/admin/usage", params={"days": 7})
+        tools = client.get("/admin/tools")
+    assert audit.status_code == 200
+    assert "tool_call.awaiting_approval" in audit.text
+    assert "No audit events match these filters" in nothing.text
+    assert usage.status_code == 200
+    assert tools.status_code == 200
+    assert "requires approval" in tools.text
+    assert "No MCP servers are configured" in tools.text
+    assert "No configured provider receives tool schemas" in tools.text
