@@ -30,13 +30,18 @@ class PoolSettings(BaseModel):
     pre_ping: bool = True
 
 
+def ensure_sqlite_directory(url: str) -> None:
+    """SQLite creates the file but not its folder (``./var`` on a fresh checkout)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+
+
 def create_engine(url: str, pool: PoolSettings | None = None) -> AsyncEngine:
     pool = pool or PoolSettings()
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        database = parsed.database
-        if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        ensure_sqlite_directory(url)
         engine = create_async_engine(url, connect_args={"timeout": 30})
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine

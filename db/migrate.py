@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 import migrations
+from db.engine import ensure_sqlite_directory
 
 MIGRATIONS_DIR = Path(migrations.__file__).parent
 
@@ -26,6 +27,7 @@ def alembic_config(database_url: str) -> Config:
 
 def upgrade(database_url: str, revision: str = "head") -> None:
     """Blocking: runs the migrations on their own event loop (Alembic's env.py is async)."""
+    ensure_sqlite_directory(database_url)
     command.upgrade(alembic_config(database_url), revision)
 
 

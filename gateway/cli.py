@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from sqlalchemy.exc import DBAPIError
+
 from db.engine import create_engine, session_factory
 from db.migrate import downgrade, upgrade
 from gateway.keys import KeyStore
@@ -69,7 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         downgrade(settings.database_url, args.revision)
         print(f"database at {args.revision}")
         return 0
-    return asyncio.run(_keys(settings, args))
+    try:
+        return asyncio.run(_keys(settings, args))
+    except DBAPIError as exc:
+        print(
+            f"database error: {exc.orig}. Is the schema migrated (`llm-gateway migrate`)?",
+            file=sys.stderr,
+        )
+        return 1
 
 
 def _serve(settings: Settings, host: str, port: int) -> int:

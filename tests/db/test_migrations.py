@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -61,3 +62,10 @@ def test_upgrade_downgrade_upgrade(database_url: str) -> None:
 def test_models_and_migrations_agree(database_url: str) -> None:
     upgrade(database_url)
     assert _differences(database_url) == []
+
+
+def test_upgrade_creates_the_sqlite_folder(tmp_path: Path) -> None:
+    """A fresh checkout has no ./var: `make run` migrates into it."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'fresh' / 'var' / 'gateway.db'}"
+    upgrade(url)
+    assert _tables_and_revision(url)[1] == head_revision()

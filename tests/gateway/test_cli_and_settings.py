@@ -111,3 +111,14 @@ def test_admin_key_bootstrap(database_url: str) -> None:
     with running_gateway(database_url, admin_key="gw-bootstrap-admin-key-for-tests"):
         pass
     assert _authenticate(database_url, "gw-bootstrap-admin-key-for-tests") == frozenset({"admin"})
+
+
+def test_keys_on_an_unmigrated_database_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GATEWAY_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}")
+    config = _config(tmp_path, "models: []\n")
+    assert main(["keys", "create", "--config", str(config), "--name", "x", "--role", "user"]) == 1
+    err = capsys.readouterr().err
+    assert "llm-gateway migrate" in err
+    assert "Traceback" not in err
