@@ -20,7 +20,6 @@ from llm_service.errors import GatewayError
 from llm_service.types import StreamDone
 
 router = APIRouter(prefix="/v1", tags=["anthropic"], route_class=AnthropicRoute)
-SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
 @router.post(
@@ -63,7 +62,7 @@ async def create_message(
     return StreamingResponse(
         services.limits.charge_after(events, principal, routed.served.alias, context),
         media_type="text/event-stream",
-        headers={**SSE_HEADERS, **served_headers(routed.served)},
+        headers={**sse.SSE_HEADERS, **served_headers(routed.served)},
     )
 
 

@@ -33,7 +33,6 @@ from llm_service.types import (
 )
 
 router = APIRouter(prefix="/v1", tags=["openai"])
-SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 CHAT_RESPONSES = sse.stream_responses(
     "A chat.completion, or with `stream: true` chat.completion.chunk events"
 )
@@ -79,7 +78,7 @@ async def chat_completions(
     return StreamingResponse(
         services.limits.charge_after(sse_body, principal, routed.served.alias, context),
         media_type="text/event-stream",
-        headers={**SSE_HEADERS, **served_headers(routed.served)},
+        headers={**sse.SSE_HEADERS, **served_headers(routed.served)},
     )
 
 
@@ -112,7 +111,7 @@ async def _server_tools_response(
             on_error=lambda exc: None,
         ),
         media_type="text/event-stream",
-        headers={**SSE_HEADERS, **headers},
+        headers={**sse.SSE_HEADERS, **headers},
     )
 
 
