@@ -6,11 +6,10 @@ import asyncio
 
 from alembic import context
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import create_async_engine
-from sqlalchemy.pool import NullPool
 
 import db.models  # noqa: F401  (registers the tables on the metadata)
 from db.base import Base, UTCDateTime
+from db.engine import create_engine
 
 target_metadata = Base.metadata
 
@@ -37,7 +36,9 @@ def _configure_and_run(connection: Connection) -> None:
 async def _run_online() -> None:
     url = context.config.get_main_option("sqlalchemy.url")
     assert url, "sqlalchemy.url is not set"
-    engine = create_async_engine(url, poolclass=NullPool)
+    # Our engine, so a new SQLite file is switched to WAL here, before the gateway and other
+    # processes open it at once (switching needs a lock that busy_timeout does not wait for).
+    engine = create_engine(url)
     async with engine.connect() as connection:
         await connection.run_sync(_configure_and_run)
     await engine.dispose()
