@@ -108,7 +108,7 @@ async def tools(request: Request, services: ServicesDep, session: SignedIn) -> R
     providers = configured_providers(services)
     context = {
         "servers": servers_json(services.tools),
-        "tools": tools_json(services.tools),
+        "tools": tools_json(services.tools, services.policies),
         "providers": providers,
         "compatibility": report(services.tools.all_tools(), providers),
     }
