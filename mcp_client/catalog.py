@@ -70,9 +70,6 @@ class MCPToolCatalog(ToolCatalog):
             on_tools=self._rebuild,
         )
 
-    def has_server(self, name: str) -> bool:
-        return name in self._servers
-
     async def remove_server(self, name: str) -> None:
         """Stops a server and drops its tools from the catalog; an unknown name is a no-op."""
         server = self._servers.pop(name, None)
