@@ -17,8 +17,14 @@ def denial_reason(
     """Why this call must not run, or None when policy allows it."""
     if tool is None:
         return f"Tool `{call.name}` does not exist."
+    if not tool.enabled:
+        return f"Tool `{call.name}` is disabled by an administrator."
     if tool.roles.isdisjoint(roles):
         return f"Tool `{call.name}` is not allowed for this caller's roles."
+    return _argument_problem(tool, call)
+
+
+def _argument_problem(tool: StandardizedTool, call: ToolCall) -> str | None:
     if call.raw_arguments is not None:
         return f"Arguments for `{call.name}` are not a JSON object."
     try:

@@ -166,3 +166,28 @@ class ToolPin(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     decided_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class ToolPolicyOverride(Base):
+    """An admin's policy for one tool, applied on top of the config file's per-tool overrides.
+    A null column leaves that setting to the config."""
+
+    __tablename__ = "tool_policy_overrides"
+
+    tool_name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    enabled: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    roles: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    requires_approval: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class RuntimeMCPServer(Base):
+    """An MCP server an admin added at run time; merged with the config file's at start."""
+
+    __tablename__ = "runtime_mcp_servers"
+
+    name: Mapped[str] = mapped_column(String(48), primary_key=True)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)

@@ -13,10 +13,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from chat_service.approvals import Approvals
 from chat_service.executor import ToolExecutor
 from chat_service.pinned_catalog import PinnedCatalog
+from chat_service.policy_catalog import PolicyCatalog
 from chat_service.store import ConversationInfo, ConversationStore
 from chat_service.sweeper import Sweeper
 from chat_service.tool_calls import ToolCallStore
 from chat_service.tool_pins import ToolPins
+from chat_service.tool_policies import ToolPolicies
 from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
 from db.migrate import head_revision
@@ -25,6 +27,7 @@ from gateway.keys import KeyStore, Principal
 from gateway.limits.counters import Counters, MemoryCounters, RedisCounters
 from gateway.limits.limiter import KeyLimiter
 from gateway.metrics import GatewayMetrics
+from gateway.runtime_servers import RuntimeServers
 from gateway.settings import Settings
 from gateway.usage import UsageEntry, UsageRecorder
 from llm_service.registry import AdapterFactory, ModelRegistry
@@ -54,6 +57,8 @@ class Services:
     turns: TurnRunner
     background: BackgroundTurns
     pins: ToolPins
+    policies: PolicyCatalog
+    servers: RuntimeServers
 
     @classmethod
     async def start(
@@ -80,8 +85,22 @@ class Services:
         usage.start()
         router = Router(registry, tracer=tracer)
         limits = _key_limiter(settings)
+        mcp = None
         if tools is None:
-            tools = MCPToolCatalog.from_config(settings.mcp_servers, settings.tool_catalog, environ)
+            tools = mcp = MCPToolCatalog.from_config(
+                settings.mcp_servers, settings.tool_catalog, environ
+            )
+        servers = RuntimeServers(
+            sessions,
+            mcp,
+            frozenset(server.name for server in settings.mcp_servers),
+            settings.tool_catalog.stdio_allow_list,
+        )
+        await servers.add_stored(environ)
+        policies = PolicyCatalog(
+            tools, ToolPolicies(sessions), settings.tool_policies, settings.tool_catalog.bundles
+        )
+        tools = policies
         pins = ToolPins(sessions)
         if settings.tool_pinning.enabled:
             tools = PinnedCatalog(tools, pins, settings.tool_pinning)
@@ -124,6 +143,8 @@ class Services:
             turns=turns,
             background=background,
             pins=pins,
+            policies=policies,
+            servers=servers,
         )
 
     async def stop(self) -> None:

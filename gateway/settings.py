@@ -11,6 +11,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from chat_service.config import ToolLoopSettings
 from chat_service.pinned_catalog import PinningSettings
+from chat_service.policy_catalog import ToolPolicySettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
 from gateway.admin_ui.config import AdminUISettings
 from gateway.limits.config import KeyLimitsConfig
@@ -56,6 +57,7 @@ class Settings(BaseSettings):
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     admin_ui: AdminUISettings = Field(default_factory=AdminUISettings)
     tool_pinning: PinningSettings = Field(default_factory=PinningSettings)
+    tool_policies: ToolPolicySettings = Field(default_factory=ToolPolicySettings)
 
     @field_validator("models")
     @classmethod

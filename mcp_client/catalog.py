@@ -10,7 +10,7 @@ import structlog
 
 from mcp_client.backend import BackendFactory
 from mcp_client.config import CatalogSettings, MCPServerConfig
-from mcp_client.index import ServedTools, build_index, in_bundle, visible_to
+from mcp_client.index import ServedTools, build_index, offered_to
 from mcp_client.local_tools import LocalTool, LocalToolBackend
 from mcp_client.results import error_result, truncate
 from mcp_client.supervisor import ServerPolicy, ServerStatus, ServerSupervisor
@@ -70,6 +70,15 @@ class MCPToolCatalog(ToolCatalog):
             on_tools=self._rebuild,
         )
 
+    async def remove_server(self, name: str) -> None:
+        """Stops a server and drops its tools from the catalog; an unknown name is a no-op."""
+        server = self._servers.pop(name, None)
+        if server is None:
+            return
+        self._running.discard(name)
+        await server.aclose()
+        self._rebuild()
+
     def register_local_tools(
         self,
         name: str,
@@ -106,13 +115,8 @@ class MCPToolCatalog(ToolCatalog):
         self, roles: Iterable[str], bundle: str | None = None
     ) -> list[StandardizedTool]:
         """The tools these roles may use; a ``bundle`` that does not exist selects nothing."""
-        held = frozenset(roles)
-        bundles = self.settings.bundles
-        chosen = [b for b in bundles if b.name == bundle] if bundle is not None else None
-        tools = [tool for tool, _ in self._index.values() if visible_to(tool, held, bundles)]
-        if chosen is not None:
-            tools = [tool for tool in tools if any(in_bundle(tool, b) for b in chosen)]
-        return tools
+        tools = [tool for tool, _ in self._index.values()]
+        return offered_to(tools, roles, self.settings.bundles, bundle)
 
     def get(self, name: str) -> StandardizedTool | None:
         entry = self._index.get(name)

@@ -82,3 +82,8 @@ class CatalogSettings(BaseModel):
     retry_initial: float = Field(1.0, gt=0)
     retry_max: float = Field(60.0, gt=0)
     bundles: list[BundleConfig] = Field(default_factory=list)
+    stdio_allow_list: list[list[str]] = Field(
+        default_factory=list,
+        description="exact command lines ([command, *args]) admins may add as stdio servers at "
+        "run time; nothing else can be started that way",
+    )

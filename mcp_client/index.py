@@ -92,6 +92,21 @@ def in_bundle(tool: StandardizedTool, bundle: BundleConfig) -> bool:
     )
 
 
+def offered_to(
+    tools: Iterable[StandardizedTool],
+    roles: Iterable[str],
+    bundles: Sequence[BundleConfig],
+    bundle: str | None,
+) -> list[StandardizedTool]:
+    """The tools these roles may use; a ``bundle`` that does not exist selects nothing."""
+    held = frozenset(roles)
+    chosen = [b for b in bundles if b.name == bundle] if bundle is not None else None
+    visible = [tool for tool in tools if tool.enabled and visible_to(tool, held, bundles)]
+    if chosen is not None:
+        visible = [tool for tool in visible if any(in_bundle(tool, b) for b in chosen)]
+    return visible
+
+
 def visible_to(
     tool: StandardizedTool, roles: frozenset[str], bundles: Sequence[BundleConfig]
 ) -> bool:

@@ -26,6 +26,7 @@ class StandardizedTool:
     requires_approval: bool = False
     auto_approved: bool = False
     category: str | None = None
+    enabled: bool = True  # False: an admin disabled it; offered to no model, calls denied
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from gateway.admin_api import audit, compatibility, keys, reviews, tools, usage
+from gateway.admin_api import audit, compatibility, keys, reviews, servers, tools, usage
 
 
 def admin_router() -> APIRouter:
     router = APIRouter()
-    for module in (keys, audit, usage, compatibility, tools, reviews):
+    for module in (keys, audit, usage, compatibility, tools, servers, reviews):
         router.include_router(module.router)
     return router

@@ -5,14 +5,34 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from chat_service.pinned_catalog import PinnedCatalog
+from chat_service.policy_catalog import PolicyCatalog
+from gateway.admin_api.keys import validate_roles
 from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.responses import json_response
+from llm_service.errors import GatewayError
 from mcp_client.types import StandardizedTool, ToolCatalog
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
+
+
+class ToolNotFound(GatewayError):
+    status_code = 404
+    error_type = "invalid_request_error"
+    code = "tool_not_found"
+
+
+class PolicyChange(BaseModel):
+    """Fields left out are kept; a field set to null goes back to the config file's value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool | None = None
+    roles: list[str] | None = Field(None, max_length=20)
+    requires_approval: bool | None = None
 
 
 def servers_json(catalog: ToolCatalog) -> list[dict[str, Any]]:
@@ -22,7 +42,10 @@ def servers_json(catalog: ToolCatalog) -> list[dict[str, Any]]:
     ]
 
 
-def tool_policy_json(tool: StandardizedTool, held: bool) -> dict[str, Any]:
+def tool_policy_json(
+    tool: StandardizedTool, held: bool, policies: PolicyCatalog | None = None
+) -> dict[str, Any]:
+    stored = policies.stored(tool.name) if policies is not None else None
     return {
         "object": "tool",
         "name": tool.name,
@@ -33,19 +56,22 @@ def tool_policy_json(tool: StandardizedTool, held: bool) -> dict[str, Any]:
         "category": tool.category,
         "definition_hash": tool.definition_hash,
         "policy": {
+            "enabled": tool.enabled,
             "roles": sorted(tool.roles),
             "requires_approval": tool.requires_approval,
             "auto_approved": tool.auto_approved,
             "held_for_review": held,
+            "admin_override": stored.to_json() if stored is not None else None,
         },
     }
 
 
-def tools_json(catalog: ToolCatalog) -> list[dict[str, Any]]:
+def tools_json(catalog: ToolCatalog, policies: PolicyCatalog | None = None) -> list[dict[str, Any]]:
     tools = sorted(catalog.all_tools(), key=lambda tool: (tool.server, tool.name))
     pinned = catalog if isinstance(catalog, PinnedCatalog) else None
     return [
-        tool_policy_json(tool, pinned is not None and not pinned.offered(tool)) for tool in tools
+        tool_policy_json(tool, pinned is not None and not pinned.offered(tool), policies)
+        for tool in tools
     ]
 
 
@@ -56,4 +82,28 @@ async def list_servers(principal: AdminPrincipal, services: ServicesDep) -> Resp
 
 @router.get("/tools")
 async def list_tools(principal: AdminPrincipal, services: ServicesDep) -> Response:
-    return json_response({"object": "list", "data": tools_json(services.tools)})
+    return json_response({"object": "list", "data": tools_json(services.tools, services.policies)})
+
+
+@router.put("/tools/{name}/policy")
+async def change_tool_policy(
+    name: str, change: PolicyChange, principal: AdminPrincipal, services: ServicesDep
+) -> Response:
+    """Stored, audited, and applied on this replica at once (others within their refresh)."""
+    tool = _find(services.tools, name)
+    changes = change.model_dump(include=change.model_fields_set)
+    if changes.get("roles") is not None:
+        changes["roles"] = validate_roles(changes["roles"])
+    await services.policies.change(name, changes, principal.key_id)
+    tool = _find(services.tools, name)
+    pinned = services.tools if isinstance(services.tools, PinnedCatalog) else None
+    held = pinned is not None and not pinned.offered(tool)
+    return json_response(tool_policy_json(tool, held, services.policies))
+
+
+def _find(catalog: ToolCatalog, name: str) -> StandardizedTool:
+    # all_tools, not get: a tool held for review can still have its policy set.
+    for tool in catalog.all_tools():
+        if tool.name == name:
+            return tool
+    raise ToolNotFound(f"Tool `{name}` does not exist.", param="name")

@@ -108,8 +108,24 @@ async def tools(request: Request, services: ServicesDep, session: SignedIn) -> R
     providers = configured_providers(services)
     context = {
         "servers": servers_json(services.tools),
-        "tools": tools_json(services.tools),
+        "tools": tools_json(services.tools, services.policies),
         "providers": providers,
         "compatibility": report(services.tools.all_tools(), providers),
     }
     return render(request, "tools.html", context, session)
+
+
+@router.post("/tools/{name}/enabled")
+async def set_tool_enabled(
+    name: str,
+    services: ServicesDep,
+    session: SignedIn,
+    csrf_token: Annotated[str, Form(max_length=100)] = "",
+    enabled: Annotated[bool, Form()] = True,
+) -> Response:
+    """The Tools page's enable/disable button: the same change as the admin API's PUT policy."""
+    check_csrf(session, csrf_token)
+    if name not in {tool.name for tool in services.tools.all_tools()}:
+        raise InvalidRequest(f"Tool `{name}` does not exist.", param="name")
+    await services.policies.change(name, {"enabled": enabled}, session.key_id)
+    return RedirectResponse("/admin/tools", status_code=303)

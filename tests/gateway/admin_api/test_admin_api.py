@@ -138,10 +138,12 @@ def test_tools_show_their_effective_policy_and_servers_their_status(
         servers = admin.get("/v1/admin/servers").json()
     assert set(tools) == {"get_time", "transfer_money", "admin_only", "read_email"}
     assert tools["transfer_money"]["policy"] == {
+        "enabled": True,
         "roles": ["user"],
         "requires_approval": True,
         "auto_approved": False,
         "held_for_review": False,
+        "admin_override": None,
     }
     assert tools["admin_only"]["policy"]["roles"] == ["admin"]
     assert servers == {"object": "list", "data": []}

@@ -106,3 +106,26 @@ def test_audit_usage_and_tools_pages_render(ui_stack: LoopStack) -> None:
     assert "requires approval" in tools.text
     assert "No MCP servers are configured" in tools.text
     assert "No configured provider receives tool schemas" in tools.text
+
+
+def offered(stack: LoopStack) -> set[str]:
+    with stack.client(stack.user_key) as user:
+        return {tool["name"] for tool in user.get("/v1/tools").json()["data"]}
+
+
+def test_a_tool_is_disabled_and_enabled_from_the_tools_page(ui_stack: LoopStack) -> None:
+    with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
+        token = csrf_token(client.get("/admin/tools").text)
+        forged = client.post("/admin/tools/read_email/enabled", data={"enabled": "false"})
+        assert forged.status_code == 403
+        assert "read_email" in offered(ui_stack)
+        disabled = client.post(
+            "/admin/tools/read_email/enabled", data={"enabled": "false", "csrf_token": token}
+        )
+        assert disabled.status_code == 303
+        assert '<span class="pill warn">disabled</span>' in client.get("/admin/tools").text
+        assert "read_email" not in offered(ui_stack)
+        client.post(
+            "/admin/tools/read_email/enabled", data={"enabled": "true", "csrf_token": token}
+        )
+    assert "read_email" in offered(ui_stack)

@@ -1,0 +1,95 @@
+"""Tool policies an admin set at run time, stored in the database.
+
+Each is applied on top of the config file's per-tool overrides; a field left unset keeps what
+the config says. Every change is audited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from db.base import utcnow
+from db.models import AuditEvent, ToolPolicyOverride
+from mcp_client.types import StandardizedTool
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPolicy:
+    tool_name: str
+    enabled: bool | None = None
+    roles: frozenset[str] | None = None
+    requires_approval: bool | None = None
+
+    def apply(self, tool: StandardizedTool) -> StandardizedTool:
+        return replace(
+            tool,
+            enabled=tool.enabled if self.enabled is None else self.enabled,
+            roles=tool.roles if self.roles is None else self.roles,
+            requires_approval=(
+                tool.requires_approval if self.requires_approval is None else self.requires_approval
+            ),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "roles": sorted(self.roles) if self.roles is not None else None,
+            "requires_approval": self.requires_approval,
+        }
+
+
+def _policy(row: ToolPolicyOverride) -> ToolPolicy:
+    return ToolPolicy(
+        row.tool_name,
+        row.enabled,
+        frozenset(row.roles) if row.roles is not None else None,
+        row.requires_approval,
+    )
+
+
+class ToolPolicies:
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], clock: Callable[[], datetime] = utcnow
+    ) -> None:
+        self._sessions = sessions
+        self._clock = clock
+
+    async def all(self) -> dict[str, ToolPolicy]:
+        async with self._sessions() as session:
+            rows = await session.scalars(select(ToolPolicyOverride))
+            return {row.tool_name: _policy(row) for row in rows}
+
+    async def update(
+        self, tool_name: str, changes: dict[str, Any], actor_key_id: int
+    ) -> ToolPolicy:
+        """Sets the given fields (None clears one back to the config's value); others are kept."""
+        async with self._sessions.begin() as session:
+            row = await session.get(ToolPolicyOverride, tool_name, with_for_update=True)
+            if row is None:
+                row = ToolPolicyOverride(tool_name=tool_name)
+                session.add(row)
+            before = _policy(row).to_json()
+            if "enabled" in changes:
+                row.enabled = changes["enabled"]
+            if "roles" in changes:
+                row.roles = sorted(set(changes["roles"])) if changes["roles"] is not None else None
+            if "requires_approval" in changes:
+                row.requires_approval = changes["requires_approval"]
+            row.updated_at = self._clock()
+            row.updated_by_key_id = actor_key_id
+            policy = _policy(row)
+            session.add(
+                AuditEvent(
+                    actor_key_id=actor_key_id,
+                    action="tool.policy_changed",
+                    tool_name=tool_name,
+                    detail={"before": before, "after": policy.to_json()},
+                )
+            )
+            return policy

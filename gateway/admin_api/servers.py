@@ -1,0 +1,50 @@
+"""MCP servers admins add, change and remove at run time (see ``gateway.runtime_servers``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from starlette.responses import Response
+
+from gateway.auth import AdminPrincipal, ServicesDep
+from gateway.responses import json_response
+from llm_service.errors import InvalidRequest
+from mcp_client.config import MCPServerConfig
+from mcp_client.types import ToolCatalog
+
+router = APIRouter(prefix="/v1/admin", tags=["admin"])
+
+
+@router.post("/servers")
+async def add_server(
+    config: MCPServerConfig, principal: AdminPrincipal, services: ServicesDep
+) -> Response:
+    await services.servers.put(config, principal.key_id, create=True)
+    return json_response(server_json(services.tools, config), status=201)
+
+
+@router.put("/servers/{name}")
+async def change_server(
+    name: str, config: MCPServerConfig, principal: AdminPrincipal, services: ServicesDep
+) -> Response:
+    if config.name != name:
+        raise InvalidRequest("The body's `name` must match the path.", param="name")
+    await services.servers.put(config, principal.key_id, create=False)
+    return json_response(server_json(services.tools, config))
+
+
+@router.delete("/servers/{name}")
+async def delete_server(name: str, principal: AdminPrincipal, services: ServicesDep) -> Response:
+    await services.servers.delete(name, principal.key_id)
+    return json_response({"object": "mcp_server", "name": name, "deleted": True})
+
+
+def server_json(catalog: ToolCatalog, config: MCPServerConfig) -> dict[str, Any]:
+    health = catalog.status().get(config.name)
+    return {
+        "object": "mcp_server",
+        "name": config.name,
+        **(health.as_dict() if health is not None else {}),
+        "config": config.model_dump(mode="json"),
+    }
