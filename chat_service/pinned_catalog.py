@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
+from chat_service.refreshing_catalog import RefreshingCatalog
 from chat_service.tool_pins import ToolPins
 from mcp_client.results import error_result
-from mcp_client.types import ServerHealth, StandardizedTool, ToolCatalog, ToolResult
+from mcp_client.types import StandardizedTool, ToolCatalog, ToolResult
 
 log = structlog.get_logger("chat_service.pinned_catalog")
 
@@ -31,28 +30,14 @@ class PinningSettings(BaseModel):
     )
 
 
-class PinnedCatalog(ToolCatalog):
+class PinnedCatalog(RefreshingCatalog):
     """Wraps a catalog; hides every tool whose current definition is not approved."""
 
     def __init__(self, inner: ToolCatalog, pins: ToolPins, settings: PinningSettings) -> None:
-        self._inner = inner
+        super().__init__(inner, settings.refresh_seconds, "tool-pins")
         self._pins = pins
         self._trusted = frozenset(settings.trusted_servers)
-        self._refresh_seconds = settings.refresh_seconds
         self._approved: frozenset[tuple[str, str]] = frozenset()
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        await self._inner.start()
-        await self.refresh()
-        self._task = asyncio.create_task(self._keep_fresh(), name="tool-pins-refresh")
-
-    async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        await self._inner.aclose()
 
     async def refresh(self) -> None:
         """Pins definitions not seen before as pending review, and re-reads the approvals (which
@@ -68,22 +53,8 @@ class PinnedCatalog(ToolCatalog):
             await self._pins.hold(unseen)
         self._approved = frozenset(await self._pins.approved())
 
-    async def _keep_fresh(self) -> None:
-        while True:
-            await asyncio.sleep(self._refresh_seconds)
-            try:
-                await self.refresh()
-            except Exception:  # a database hiccup must not end the refresher
-                log.exception("tool_pins_refresh_failed")
-
     def offered(self, tool: StandardizedTool) -> bool:
         return tool.server in self._trusted or (tool.name, tool.definition_hash) in self._approved
-
-    def status(self) -> Mapping[str, ServerHealth]:
-        return self._inner.status()
-
-    def bundle_names(self) -> list[str]:
-        return self._inner.bundle_names()
 
     def get_tools_for_llm(
         self, roles: Iterable[str], bundle: str | None = None

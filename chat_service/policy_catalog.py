@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
+from chat_service.refreshing_catalog import RefreshingCatalog
 from chat_service.tool_policies import ToolPolicies, ToolPolicy
 from mcp_client.config import BundleConfig
 from mcp_client.index import offered_to
 from mcp_client.results import error_result
-from mcp_client.types import ServerHealth, StandardizedTool, ToolCatalog, ToolResult
-
-log = structlog.get_logger("chat_service.policy_catalog")
+from mcp_client.types import StandardizedTool, ToolCatalog, ToolResult
 
 
 class ToolPolicySettings(BaseModel):
@@ -27,7 +23,7 @@ class ToolPolicySettings(BaseModel):
     )
 
 
-class PolicyCatalog(ToolCatalog):
+class PolicyCatalog(RefreshingCatalog):
     """Wraps a catalog; every tool it hands out carries the stored policy for its name.
 
     The replica that saves a policy refreshes at once; the others within ``refresh_seconds``.
@@ -40,35 +36,13 @@ class PolicyCatalog(ToolCatalog):
         settings: ToolPolicySettings,
         bundles: Sequence[BundleConfig],
     ) -> None:
-        self._inner = inner
+        super().__init__(inner, settings.refresh_seconds, "tool-policies")
         self._bundles = bundles
         self._policies = policies
-        self._refresh_seconds = settings.refresh_seconds
         self._current: Mapping[str, ToolPolicy] = {}
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        await self._inner.start()
-        await self.refresh()
-        self._task = asyncio.create_task(self._keep_fresh(), name="tool-policies-refresh")
-
-    async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        await self._inner.aclose()
 
     async def refresh(self) -> None:
         self._current = await self._policies.all()
-
-    async def _keep_fresh(self) -> None:
-        while True:
-            await asyncio.sleep(self._refresh_seconds)
-            try:
-                await self.refresh()
-            except Exception:  # a database hiccup must not end the refresher
-                log.exception("tool_policies_refresh_failed")
 
     async def change(self, name: str, changes: dict[str, Any], actor_key_id: int) -> ToolPolicy:
         """Stores an admin's change and applies it here at once."""
@@ -82,12 +56,6 @@ class PolicyCatalog(ToolCatalog):
     def _effective(self, tool: StandardizedTool) -> StandardizedTool:
         policy = self._current.get(tool.name)
         return tool if policy is None else policy.apply(tool)
-
-    def status(self) -> Mapping[str, ServerHealth]:
-        return self._inner.status()
-
-    def bundle_names(self) -> list[str]:
-        return self._inner.bundle_names()
 
     def get_tools_for_llm(
         self, roles: Iterable[str], bundle: str | None = None
