@@ -20,7 +20,7 @@ class PinningSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = Field(
-        False, description="hold new and changed tool definitions until an admin approves them"
+        True, description="hold new and changed tool definitions until an admin approves them"
     )
     trusted_servers: list[str] = Field(
         default_factory=list,

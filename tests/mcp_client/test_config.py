@@ -45,6 +45,9 @@ def test_the_shipped_config_connects_mcp_server_time() -> None:
     assert (time.name, time.transport, time.command) == ("time", "stdio", "mcp-server-time")
     assert time.roles == ["user", "admin"]
     assert time.tools["convert_time"].requires_approval is True
+    # Pinning is on as shipped; the demo's server ships with the gateway, so it skips review.
+    assert settings.tool_pinning.enabled is True
+    assert time.trusted is True
 
 
 @pytest.mark.parametrize(

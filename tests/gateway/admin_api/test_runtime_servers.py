@@ -1,5 +1,6 @@
-"""MCP servers added at run time: stored, applied to the running catalog, merged at start, and
-never a way to run an arbitrary program or call an arbitrary address."""
+"""MCP servers added at run time: stored, applied to the running catalog, merged at start, never
+a way to run an arbitrary program or call an arbitrary address, and held for review unless
+trusted."""
 
 from __future__ import annotations
 
@@ -148,3 +149,26 @@ def test_with_an_empty_http_allow_list_no_http_server_can_be_added(sqlite_url: s
     assert answer.status_code == 400
     assert answer.json()["error"]["param"] == "url"
     assert "`tool_catalog.http_allow_list` is empty" in answer.json()["error"]["message"]
+
+
+def test_a_runtime_servers_tools_wait_for_review_unless_it_is_trusted(
+    sqlite_url: str, manifest_url: str
+) -> None:
+    with gateway_on(sqlite_url, [manifest_url]) as gateway:
+        admin_key = gateway.create_key("ops", ["admin"])
+        user_key = gateway.create_key("team", ["user"])
+        weather = {"transport": "http_manifest", "url": manifest_url, "roles": ["user"]}
+        with client(gateway, admin_key) as admin, client(gateway, user_key) as user:
+            assert admin.post("/v1/admin/servers", json={**weather, "name": "w"}).status_code == 201
+            assert user.get("/v1/tools").json()["data"] == []
+            held = admin.get("/v1/admin/tool-reviews").json()["data"]
+            assert {review["server"] for review in held} == {"w"}
+            [review] = [r for r in held if r["tool"] == "get_weather"]
+            assert admin.post(f"/v1/admin/tool-reviews/{review['id']}/approve").status_code == 200
+            assert [t["name"] for t in user.get("/v1/tools").json()["data"]] == ["get_weather"]
+
+            assert admin.delete("/v1/admin/servers/w").status_code == 200
+            trusted = {**weather, "name": "vetted", "trusted": True}
+            assert admin.post("/v1/admin/servers", json=trusted).status_code == 201
+            offered = {t["name"] for t in user.get("/v1/tools").json()["data"]}
+            assert offered == {"get_weather", "city_time", "status", "broken"}
