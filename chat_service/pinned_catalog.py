@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Set
 from typing import Any
 
 import structlog
@@ -20,10 +20,11 @@ class PinningSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = Field(
-        False, description="hold new and changed tool definitions until an admin approves them"
+        True, description="hold new and changed tool definitions until an admin approves them"
     )
     trusted_servers: list[str] = Field(
-        default_factory=list, description="servers whose tools skip review"
+        default_factory=list,
+        description="servers whose tools skip review (besides servers marked `trusted: true`)",
     )
     refresh_seconds: float = Field(
         5.0, gt=0, description="how often definitions and decisions are re-read from the database"
@@ -31,13 +32,27 @@ class PinningSettings(BaseModel):
 
 
 class PinnedCatalog(RefreshingCatalog):
-    """Wraps a catalog; hides every tool whose current definition is not approved."""
+    """Wraps a catalog; hides every tool whose current definition is not approved.
 
-    def __init__(self, inner: ToolCatalog, pins: ToolPins, settings: PinningSettings) -> None:
+    ``trusted`` names more servers whose tools skip review; it is asked each time, since servers
+    added at run time come and go.
+    """
+
+    def __init__(
+        self,
+        inner: ToolCatalog,
+        pins: ToolPins,
+        settings: PinningSettings,
+        trusted: Callable[[], Set[str]] = frozenset,
+    ) -> None:
         super().__init__(inner, settings.refresh_seconds, "tool-pins")
         self._pins = pins
-        self._trusted = frozenset(settings.trusted_servers)
+        self._trusted_servers = frozenset(settings.trusted_servers)
+        self._more_trusted = trusted
         self._approved: frozenset[tuple[str, str]] = frozenset()
+
+    def trusted(self, server: str) -> bool:
+        return server in self._trusted_servers or server in self._more_trusted()
 
     async def refresh(self) -> None:
         """Pins definitions not seen before as pending review, and re-reads the approvals (which
@@ -46,7 +61,7 @@ class PinnedCatalog(RefreshingCatalog):
         unseen = [
             tool
             for tool in self._inner.all_tools()
-            if tool.server not in self._trusted and (tool.name, tool.definition_hash) not in known
+            if not self.trusted(tool.server) and (tool.name, tool.definition_hash) not in known
         ]
         if unseen:
             log.warning("tools_held_for_review", tools=[tool.name for tool in unseen])
@@ -54,7 +69,7 @@ class PinnedCatalog(RefreshingCatalog):
         self._approved = frozenset(await self._pins.approved())
 
     def offered(self, tool: StandardizedTool) -> bool:
-        return tool.server in self._trusted or (tool.name, tool.definition_hash) in self._approved
+        return self.trusted(tool.server) or (tool.name, tool.definition_hash) in self._approved
 
     def get_tools_for_llm(
         self, roles: Iterable[str], bundle: str | None = None

@@ -1,28 +1,24 @@
 """MCP servers admins add, change and remove at run time, stored in the database.
 
-They are merged with the config file's servers at start (a config server of the same name wins)
-and applied to this replica's running catalog at once. A stdio server may only run a command line
-that is on ``tool_catalog.stdio_allow_list`` exactly, with no extra environment or working
-directory, and no server may read the gateway's environment (``headers_env``): so no API key can
-make the gateway run an arbitrary program or leak its secrets.
+They are merged with the config file's servers (a config server of the same name wins) and
+applied to this replica's catalog at once; other replicas pick changes up within their refresh
+(``gateway.runtime_catalog``). What may be added at all is ``gateway.server_rules``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import structlog
-from sqlalchemy import select
+from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from db.base import utcnow
 from db.models import AuditEvent, RuntimeMCPServer
-from llm_service.errors import GatewayError, InvalidRequest
-from mcp_client.catalog import MCPToolCatalog, policy_of
+from gateway.runtime_catalog import RuntimeServerCatalog, stored_servers
+from gateway.server_rules import RuntimeServerRules
+from llm_service.errors import GatewayError
 from mcp_client.config import MCPServerConfig
-from mcp_client.transports import backend_factory
-
-log = structlog.get_logger("gateway.runtime_servers")
 
 
 class ServerConflict(GatewayError):
@@ -37,59 +33,47 @@ class ServerNotFound(GatewayError):
     code = "server_not_found"
 
 
-def refusal(config: MCPServerConfig, allow_list: Sequence[Sequence[str]]) -> str | None:
-    """Why an admin may not add this server at run time, or None."""
-    if config.headers_env:
-        return "`headers_env` is for the config file only: it reads the gateway's environment."
-    if config.transport != "stdio":
-        return None
-    if config.env or config.cwd:
-        return "A stdio server added at run time takes no `env` or `cwd`."
-    command_line = [config.command or "", *config.args]
-    if not any(list(allowed) == command_line for allowed in allow_list):
-        return "This command line is not on `tool_catalog.stdio_allow_list`."
-    return None
-
-
 class RuntimeServers:
-    """The stored servers, and the running catalog they are applied to (None: no MCP catalog,
-    e.g. a gateway given its tools by an embedding program)."""
+    """Stores admins' changes and applies them to the running catalog (None: this gateway has no
+    MCP catalog, e.g. one given its tools by an embedding program, so it takes no servers)."""
 
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
-        catalog: MCPToolCatalog | None,
-        config_names: frozenset[str],
-        allow_list: Sequence[Sequence[str]],
+        catalog: RuntimeServerCatalog | None,
+        config_servers: Sequence[MCPServerConfig],
+        rules: RuntimeServerRules,
     ) -> None:
         self._sessions = sessions
         self._catalog = catalog
-        self._config_names = config_names
-        self._allow_list = allow_list
+        self._config_names = frozenset(server.name for server in config_servers)
+        self._trusted_in_config = frozenset(s.name for s in config_servers if s.trusted)
+        self._rules = rules
+
+    def trusted(self) -> frozenset[str]:
+        """Servers marked ``trusted: true`` in the config file, or at run time as applied here."""
+        at_run_time = self._catalog.trusted() if self._catalog is not None else frozenset()
+        return self._trusted_in_config | at_run_time
 
     async def stored(self) -> dict[str, MCPServerConfig]:
-        async with self._sessions() as session:
-            rows = await session.scalars(select(RuntimeMCPServer).order_by(RuntimeMCPServer.name))
-            return {row.name: MCPServerConfig.model_validate(row.config) for row in rows}
-
-    async def add_stored(self, environ: Mapping[str, str]) -> None:
-        """At start: adds every stored server the config file does not define."""
-        if self._catalog is None:
-            return
-        for name, config in (await self.stored()).items():
-            problem = refusal(config, self._allow_list)
-            if name in self._config_names or problem is not None:
-                log.warning("runtime_server_skipped", server=name, reason=problem or "in config")
+        """The stored servers that are still valid settings, by name."""
+        servers: dict[str, MCPServerConfig] = {}
+        for name, raw in (await stored_servers(self._sessions)).items():
+            try:
+                servers[name] = MCPServerConfig.model_validate(raw)
+            except ValidationError:
                 continue
-            self._catalog.add_server(
-                name, config.transport, policy_of(config), backend_factory(config, environ)
-            )
+        return servers
 
     async def put(self, config: MCPServerConfig, actor_key_id: int, create: bool) -> None:
+        """Stores a new (``create``) or changed server and starts it here before returning.
+
+        ``InvalidRequest`` (400, naming the field) when the allow-lists refuse it,
+        ``ServerConflict`` (409) for a config file's server or an existing one on create,
+        ``ServerNotFound`` (404) for an unknown one otherwise.
+        """
         catalog = self._writable(config.name)
-        problem = refusal(config, self._allow_list)
-        if problem is not None:
-            raise InvalidRequest(problem, param="command")
+        self._rules.check(config)
         async with self._sessions.begin() as session:
             row = await session.get(RuntimeMCPServer, config.name, with_for_update=True)
             if create and row is not None:
@@ -100,16 +84,13 @@ class RuntimeServers:
                 row = RuntimeMCPServer(name=config.name)
                 session.add(row)
             row.config = config.model_dump(mode="json")
+            row.updated_at = utcnow()
             row.updated_by_key_id = actor_key_id
             session.add(_audit("server.saved", config.name, actor_key_id, row.config))
-        await catalog.remove_server(config.name)
-        # Runtime servers never read the environment (refused above), so none is passed.
-        catalog.add_server(
-            config.name, config.transport, policy_of(config), backend_factory(config, {})
-        )
-        await catalog.start()
+        await catalog.refresh()
 
     async def delete(self, name: str, actor_key_id: int) -> None:
+        """Removes a stored server and stops it here; ``ServerNotFound`` when there is none."""
         catalog = self._writable(name)
         async with self._sessions.begin() as session:
             row = await session.get(RuntimeMCPServer, name)
@@ -117,9 +98,9 @@ class RuntimeServers:
                 raise ServerNotFound(f"No runtime server named `{name}`.", param="name")
             await session.delete(row)
             session.add(_audit("server.deleted", name, actor_key_id, row.config))
-        await catalog.remove_server(name)
+        await catalog.refresh()
 
-    def _writable(self, name: str) -> MCPToolCatalog:
+    def _writable(self, name: str) -> RuntimeServerCatalog:
         if self._catalog is None:
             raise ServerConflict("This gateway's tool catalog does not take runtime servers.")
         if name in self._config_names:

@@ -27,7 +27,9 @@ from gateway.keys import KeyStore, Principal
 from gateway.limits.counters import Counters, MemoryCounters, RedisCounters
 from gateway.limits.limiter import KeyLimiter
 from gateway.metrics import GatewayMetrics
+from gateway.runtime_catalog import RuntimeServerCatalog
 from gateway.runtime_servers import RuntimeServers
+from gateway.server_rules import RuntimeServerRules
 from gateway.settings import Settings
 from gateway.usage import UsageEntry, UsageRecorder
 from llm_service.registry import AdapterFactory, ModelRegistry
@@ -85,25 +87,11 @@ class Services:
         usage.start()
         router = Router(registry, tracer=tracer)
         limits = _key_limiter(settings)
-        mcp = None
-        if tools is None:
-            tools = mcp = MCPToolCatalog.from_config(
-                settings.mcp_servers, settings.tool_catalog, environ
-            )
-        servers = RuntimeServers(
-            sessions,
-            mcp,
-            frozenset(server.name for server in settings.mcp_servers),
-            settings.tool_catalog.stdio_allow_list,
-        )
-        await servers.add_stored(environ)
-        policies = PolicyCatalog(
-            tools, ToolPolicies(sessions), settings.tool_policies, settings.tool_catalog.bundles
-        )
+        policies, servers = _tool_catalogs(settings, sessions, environ, tools)
         tools = policies
         pins = ToolPins(sessions)
         if settings.tool_pinning.enabled:
-            tools = PinnedCatalog(tools, pins, settings.tool_pinning)
+            tools = PinnedCatalog(tools, pins, settings.tool_pinning, servers.trusted)
         # Tool servers that fail are degraded and retried in the background; start never fails.
         await tools.start()
         loop_settings = settings.tool_loop
@@ -184,6 +172,27 @@ def _usage_observer(
         await limits.charge(requester, conversation.model, response.usage)
 
     return observe
+
+
+def _tool_catalogs(
+    settings: Settings,
+    sessions: async_sessionmaker[AsyncSession],
+    environ: Mapping[str, str],
+    tools: ToolCatalog | None,
+) -> tuple[PolicyCatalog, RuntimeServers]:
+    """The MCP catalog with the runtime servers (unless an embedding program gave ``tools``),
+    under the admins' tool policies."""
+    rules = RuntimeServerRules.from_settings(settings.tool_catalog)
+    runtime = None
+    if tools is None:
+        mcp = MCPToolCatalog.from_config(settings.mcp_servers, settings.tool_catalog, environ)
+        config_names = [server.name for server in settings.mcp_servers]
+        tools = runtime = RuntimeServerCatalog(mcp, sessions, rules, config_names)
+    servers = RuntimeServers(sessions, runtime, settings.mcp_servers, rules)
+    policies = PolicyCatalog(
+        tools, ToolPolicies(sessions), settings.tool_policies, settings.tool_catalog.bundles
+    )
+    return policies, servers
 
 
 def _key_limiter(settings: Settings) -> KeyLimiter:

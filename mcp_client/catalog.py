@@ -76,8 +76,8 @@ class MCPToolCatalog(ToolCatalog):
         if server is None:
             return
         self._running.discard(name)
+        self._rebuild()  # its tools leave the catalog before the (possibly slow) shutdown
         await server.aclose()
-        self._rebuild()
 
     def register_local_tools(
         self,

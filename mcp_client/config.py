@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from mcp_client.url_prefixes import BadURL, parse
 
 Transport = Literal["stdio", "streamable_http", "sse", "http_manifest"]
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
@@ -39,7 +41,9 @@ class MCPServerConfig(BaseModel):
     roles: list[str] = Field(default_factory=list)
     tools: dict[str, ToolOverride] = Field(default_factory=dict)
     requires_approval: bool = False
-    trusted: bool = Field(False, description="reserved: an admin vouches for this server")
+    trusted: bool = Field(
+        False, description="tool pinning offers this server's tools without an admin's review"
+    )
     max_concurrency: int = Field(4, gt=0)
     call_timeout: float | None = Field(None, gt=0, description="default per-call timeout, seconds")
 
@@ -87,3 +91,23 @@ class CatalogSettings(BaseModel):
         description="exact command lines ([command, *args]) admins may add as stdio servers at "
         "run time; nothing else can be started that way",
     )
+    http_allow_list: list[str] = Field(
+        default_factory=list,
+        description="URL prefixes (scheme://host[:port][/path]) that HTTP tool servers added at "
+        "run time may use; empty: none may be added",
+    )
+    runtime_servers_refresh_seconds: float = Field(
+        5.0, gt=0, description="how often servers other replicas added at run time are re-read"
+    )
+
+    @field_validator("http_allow_list")
+    @classmethod
+    def _readable_prefixes(cls, prefixes: list[str]) -> list[str]:
+        for prefix in prefixes:
+            try:
+                parse(prefix)
+            except BadURL as exc:
+                raise ValueError(f"`{prefix}`: {exc}") from None
+            if "?" in prefix or "#" in prefix:
+                raise ValueError(f"`{prefix}`: a prefix takes no query or fragment")
+        return prefixes

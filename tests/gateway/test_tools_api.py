@@ -28,6 +28,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningGateway
                     "url": f"{docs_url}/mcp",
                     "headers_env": {"Authorization": "DOCS_TOKEN"},
                     "roles": ["user", "admin"],
+                    "trusted": True,  # listed without review: this module is about roles
                     "tools": {"fail": {"roles": ["admin"]}, "hang": {"enabled": False}},
                 },
                 {

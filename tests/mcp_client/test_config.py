@@ -45,3 +45,26 @@ def test_the_shipped_config_connects_mcp_server_time() -> None:
     assert (time.name, time.transport, time.command) == ("time", "stdio", "mcp-server-time")
     assert time.roles == ["user", "admin"]
     assert time.tools["convert_time"].requires_approval is True
+    # Pinning is on as shipped; the demo's server ships with the gateway, so it skips review.
+    assert settings.tool_pinning.enabled is True
+    assert time.trusted is True
+
+
+@pytest.mark.parametrize(
+    ("prefix", "message"),
+    [
+        ("ftp://files.example.com", "the scheme must be http or https"),
+        ("tools.example.com", "the scheme must be http or https"),
+        ("https://user:pw@tools.example.com", "user name or password"),
+        ("https://tools.example.com/mcp?token=1", "no query or fragment"),
+        ("https://tools.example.com/#part", "no query or fragment"),
+    ],
+)
+def test_unreadable_http_allow_list_entries_are_refused_at_start(
+    tmp_path: Path, prefix: str, message: str
+) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_text(f"tool_catalog:\n  http_allow_list: ['{prefix}']\n")
+    with pytest.raises(ConfigError, match=r"tool_catalog\.http_allow_list") as refused:
+        load_settings(config)
+    assert message in str(refused.value)

@@ -1,4 +1,5 @@
-"""The tool-loop gateway with tool pinning on: every tool definition starts held for review."""
+"""The tool-loop gateway with tool pinning as shipped (on, nothing trusted): every tool definition
+starts held for review."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def pinned_stack_on(database_url: str) -> Iterator[LoopStack]:
         models=MODELS,
         tool_loop={"follow_poll_seconds": 0.02, "sweep_interval_seconds": 0.05},
         # Refreshed explicitly by listing reviews; the timer stays out of the tests' way.
-        tool_pinning={"enabled": True, "refresh_seconds": 3600},
+        tool_pinning={"refresh_seconds": 3600},
     ) as gateway:
         yield LoopStack(
             gateway,

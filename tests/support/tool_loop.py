@@ -106,6 +106,11 @@ def make_catalog() -> CountingCatalog:
     return catalog
 
 
+# The stand-in tools are the tests' own code, vetted like a server the operator marks trusted;
+# tool pinning stays on (the default) for everything else. Pinning's own tests: pinned_stack.py.
+TRUSTED_LOCAL_TOOLS: dict[str, Any] = {"trusted_servers": ["local"]}
+
+
 @contextmanager
 def loop_stack_on(
     database_url: str, settings: dict[str, Any] | None = None, **tool_loop: Any
@@ -115,7 +120,7 @@ def loop_stack_on(
     with running_gateway(
         database_url,
         tools=catalog,
-        **(settings or {}),
+        **{"tool_pinning": TRUSTED_LOCAL_TOOLS, **(settings or {})},
         models=MODELS,
         tool_loop={
             "max_tool_rounds": 3,

@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from tests.support.gateway import running_gateway
-from tests.support.tool_loop import MODELS, LoopStack, loop_stack_on, make_catalog
+from tests.support.tool_loop import (
+    MODELS,
+    TRUSTED_LOCAL_TOOLS,
+    LoopStack,
+    loop_stack_on,
+    make_catalog,
+)
 
 # The replica that saves a policy applies it at once; the timer is only for the others.
 SLOW_REFRESH = {"tool_policies": {"refresh_seconds": 3600}}
@@ -114,6 +120,7 @@ def test_another_replica_applies_the_change_within_its_refresh(database_url: str
             database_url,
             tools=make_catalog(),
             models=MODELS,
+            tool_pinning=TRUSTED_LOCAL_TOOLS,
             tool_policies={"refresh_seconds": 0.05},
         ) as second,
     ):
