@@ -12,7 +12,7 @@ PORT ?= 8000
 CHECKOV_ENV := $(TOOLS)/checkov
 CHECKOV_LOCK := tools/checkov/requirements.txt
 
-.PHONY: install run migrate test lint typecheck pytest checkov chromium clean bench
+.PHONY: install run migrate test lint typecheck pytest checkov chromium clean bench bench-tools
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -61,6 +61,11 @@ test: lint typecheck pytest
 clean:
 	rm -rf $(VENV) $(TOOLS) var .mypy_cache .ruff_cache .pytest_cache
 
-# The side-by-side benchmark (nginx and wrk from Debian packages; see docs/benchmarks.md).
-bench: install
+# The side-by-side benchmark (nginx and wrk from Debian packages, installed when missing, as
+# root like chromium above; see docs/benchmarks.md).
+bench-tools:
+	@command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx || { apt-get update && apt-get install -y --no-install-recommends nginx-light; }
+	@command -v wrk >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends wrk; }
+
+bench: install bench-tools
 	$(BIN)/python -m bench.run

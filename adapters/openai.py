@@ -10,10 +10,10 @@ import aiohttp
 import httpx
 import openai
 from openai._types import RequestOptions
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from adapters.naming import ToolNames, for_wire, request_names
 from adapters.openai_format import request_body
+from adapters.openai_wire import WireMessage, WireReply
 from llm_service.assemble import StreamAssembler, finish_reason, tool_call
 from llm_service.config import ModelConfig
 from llm_service.errors import (
@@ -48,8 +48,11 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 }
 # Servers without authentication still need some key for the SDK to send.
 _NO_KEY = "not-needed"
+_EMPTY = WireMessage()
 # The body is already plain JSON, so it is posted through the SDK's request layer as it is:
 # ``create(**body)`` would first walk it against the SDK's TypedDicts, a fifth of a request's CPU.
+# Replies come back as bytes (whole) or decoded dicts (stream events) and are read through
+# ``adapters.openai_wire`` rather than the SDK's response models, for the same reason.
 # ``security`` as ``create`` passes it: the bearer key only, never an admin key.
 _CHAT_PATH = "/chat/completions"
 _WITH_KEY: RequestOptions = {"security": {"bearer_auth": True}}
@@ -85,10 +88,9 @@ class OpenAIAdapter:
         names = request_names(request)
         body = self._body(request, names)
         with _mapped_errors():
-            completion = await self._client.post(
-                _CHAT_PATH, body=body, cast_to=ChatCompletion, options=_WITH_KEY
-            )
-        return _parse_completion(completion, names)
+            raw = await self._client.post(_CHAT_PATH, body=body, cast_to=bytes, options=_WITH_KEY)
+            completion = WireReply.model_validate_json(raw)
+        return _parse_completion(completion, names, self._config.upstream_model)
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         names = request_names(request)
@@ -101,15 +103,16 @@ class OpenAIAdapter:
             chunks = await self._client.post(
                 _CHAT_PATH,
                 body={**body, "stream": True, "stream_options": {"include_usage": True}},
-                cast_to=ChatCompletion,
+                cast_to=object,
                 options=_WITH_KEY,
                 stream=True,
-                stream_cls=openai.AsyncStream[ChatCompletionChunk],
+                stream_cls=openai.AsyncStream[object],
             )
-            async for chunk in chunks:
+            async for data in chunks:
+                chunk = WireReply.model_validate(data)
                 model = chunk.model or model
                 if chunk.usage is not None:
-                    usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+                    usage = _usage(chunk)
                 for event in _chunk_events(chunk, names):
                     assembler.add(event)
                     yield event
@@ -130,50 +133,48 @@ class OpenAIAdapter:
         await self._client.close()
 
 
-def _chunk_events(chunk: ChatCompletionChunk, names: ToolNames) -> Iterator[StreamEvent]:
+def _chunk_events(chunk: WireReply, names: ToolNames) -> Iterator[StreamEvent]:
     for choice in chunk.choices[:1]:
-        delta = choice.delta
-        reasoning = _reasoning(delta.model_extra)
+        delta = choice.delta or _EMPTY
+        reasoning = delta.thinking
         if reasoning:
             yield ThinkingDelta(reasoning)
         if delta.content:
             yield TextDelta(delta.content)
-        for call in delta.tool_calls or ():
+        for position, call in enumerate(delta.tool_calls or ()):
             function = call.function
             yield ToolCallDelta(
-                index=call.index,
+                index=position if call.index is None else call.index,
                 id=call.id,
                 name=names.canonical(function.name) if function and function.name else None,
                 arguments=(function.arguments or "") if function else "",
             )
 
 
-def _reasoning(extra: dict[str, Any] | None) -> str | None:
-    """vLLM, llama.cpp and others stream reasoning in a non-standard field."""
-    if not extra:
-        return None
-    value = extra.get("reasoning_content") or extra.get("reasoning")
-    return value if isinstance(value, str) else None
-
-
-def _parse_completion(completion: ChatCompletion, names: ToolNames) -> ChatResponse:
-    if not completion.choices:
-        raise UpstreamProtocolError("openai answered without choices", provider=PROVIDER)
+def _parse_completion(completion: WireReply, names: ToolNames, default_model: str) -> ChatResponse:
+    if not completion.choices or completion.choices[0].message is None:
+        raise UpstreamProtocolError("openai answered without a message", provider=PROVIDER)
     choice = completion.choices[0]
-    message = choice.message
+    message = choice.message or _EMPTY
     calls = tuple(
-        tool_call(c.id, names.canonical(c.function.name), c.function.arguments)
+        tool_call(c.id or "", names.canonical(c.function.name or ""), c.function.arguments)
         for c in message.tool_calls or ()
-        if c.type == "function"
+        if c.type in (None, "function") and c.function is not None
     )
-    usage = completion.usage
     reason = _FINISH_REASONS.get(choice.finish_reason or "stop", "stop")
     return ChatResponse(
         message=AssistantMessage(content=message.content, tool_calls=calls),
         finish_reason=finish_reason(reason, bool(calls)),
-        usage=Usage(usage.prompt_tokens, usage.completion_tokens) if usage else Usage(),
-        model=completion.model,
+        usage=_usage(completion),
+        model=completion.model or default_model,
     )
+
+
+def _usage(reply: WireReply) -> Usage:
+    usage = reply.usage
+    if usage is None:
+        return Usage()
+    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0)
 
 
 @contextmanager

@@ -7,10 +7,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 import migrations
 from db.engine import ensure_sqlite_directory
@@ -37,14 +34,6 @@ def downgrade(database_url: str, revision: str) -> None:
 
 def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
-
-
-async def current_revision(engine: AsyncEngine) -> str | None:
-    def read(connection: Connection) -> str | None:
-        return MigrationContext.configure(connection).get_current_revision()
-
-    async with engine.connect() as connection:
-        return await connection.run_sync(read)
 
 
 async def upgrade_async(database_url: str, revision: str = "head") -> None:

@@ -12,7 +12,6 @@ from pathlib import Path
 from sqlalchemy.exc import DBAPIError
 
 from db.engine import create_engine, session_factory
-from db.migrate import downgrade, upgrade
 from gateway.keys import KeyStore
 from gateway.settings import ConfigError, Settings, load_settings
 
@@ -63,14 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "serve":
         return _serve(settings, args.host, args.port)
-    if args.command == "migrate":
-        upgrade(settings.database_url, args.revision)
-        print(f"database at {args.revision}")
-        return 0
-    if args.command == "downgrade":
-        downgrade(settings.database_url, args.revision)
-        print(f"database at {args.revision}")
-        return 0
+    if args.command in ("migrate", "downgrade"):
+        return _migrate(settings, args)
     try:
         return asyncio.run(_keys(settings, args))
     except DBAPIError as exc:
@@ -79,6 +72,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def _migrate(settings: Settings, args: argparse.Namespace) -> int:
+    # Alembic is imported here only: a serving replica never needs it (db/schema.py).
+    from db.migrate import downgrade, upgrade
+
+    if args.command == "migrate":
+        upgrade(settings.database_url, args.revision)
+    else:
+        downgrade(settings.database_url, args.revision)
+    print(f"database at {args.revision}")
+    return 0
 
 
 def _serve(settings: Settings, host: str, port: int) -> int:

@@ -7,7 +7,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.responses import Response
 
-from db.migrate import current_revision
+from db.schema import SCHEMA_HEAD, current_revision
 from gateway.auth import ServicesDep
 from gateway.responses import json_response
 
@@ -35,10 +35,9 @@ async def readyz(request: Request, services: ServicesDep) -> Response:
     except (SQLAlchemyError, OSError) as exc:
         problems.append(f"database unreachable: {type(exc).__name__}")
     else:
-        if revision != services.head_revision:
+        if revision != SCHEMA_HEAD:
             problems.append(
-                f"database schema at {revision}, expected {services.head_revision}: "
-                "run `llm-gateway migrate`"
+                f"database schema at {revision}, expected {SCHEMA_HEAD}: run `llm-gateway migrate`"
             )
     models = services.registry.summary()
     tool_servers = {name: state.as_dict() for name, state in services.tools.status().items()}
@@ -49,7 +48,7 @@ async def readyz(request: Request, services: ServicesDep) -> Response:
     payload = {
         "status": status,
         "problems": problems,
-        "database": {"revision": revision, "expected": services.head_revision},
+        "database": {"revision": revision, "expected": SCHEMA_HEAD},
         "models": models,
         "tool_servers": tool_servers,
     }

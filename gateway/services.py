@@ -21,10 +21,9 @@ from chat_service.tool_pins import ToolPins
 from chat_service.tool_policies import ToolPolicies
 from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
-from db.migrate import head_revision
 from gateway.background import BackgroundTurns
 from gateway.keys import KeyStore, Principal
-from gateway.limits.counters import Counters, MemoryCounters, RedisCounters
+from gateway.limits.counters import Counters, MemoryCounters
 from gateway.limits.limiter import KeyLimiter
 from gateway.metrics import GatewayMetrics
 from gateway.runtime_catalog import RuntimeServerCatalog
@@ -49,7 +48,6 @@ class Services:
     keys: KeyStore
     registry: ModelRegistry
     usage: UsageRecorder
-    head_revision: str | None
     router: Router
     limits: KeyLimiter
     tools: ToolCatalog
@@ -121,7 +119,6 @@ class Services:
             keys=keys,
             registry=registry,
             usage=usage,
-            head_revision=head_revision(),
             router=router,
             limits=limits,
             tools=tools,
@@ -196,11 +193,12 @@ def _tool_catalogs(
 
 
 def _key_limiter(settings: Settings) -> KeyLimiter:
-    counters: Counters = (
-        RedisCounters(settings.redis_url, settings.redis_key_prefix)
-        if settings.redis_url
-        else MemoryCounters()
-    )
+    counters: Counters = MemoryCounters()
+    if settings.redis_url:
+        # Imported only when configured: the Redis client is tens of MB of resident memory.
+        from gateway.limits.redis_counters import RedisCounters
+
+        counters = RedisCounters(settings.redis_url, settings.redis_key_prefix)
     prices = {model.name: model.price for model in settings.models}
     return KeyLimiter(settings.key_limits, counters, prices)
 

@@ -6,12 +6,13 @@ the process-wide global, so tests and several apps in one process do not share i
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from opentelemetry import trace
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
 
 class TracingSettings(BaseModel):
@@ -28,6 +29,12 @@ class Tracing:
         self._provider: TracerProvider | None = None
         self.tracer: trace.Tracer = trace.NoOpTracer()
         if settings.otlp_endpoint:
+            # The SDK and its exporter (protobuf) are imported only when traces are configured.
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
             resource = Resource.create({"service.name": settings.service_name})
             self._provider = TracerProvider(resource=resource)
             exporter = OTLPSpanExporter(endpoint=settings.otlp_endpoint)

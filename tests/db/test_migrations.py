@@ -12,7 +12,8 @@ from sqlalchemy.engine import Connection
 
 from db.base import Base
 from db.engine import create_engine
-from db.migrate import current_revision, downgrade, head_revision, upgrade
+from db.migrate import downgrade, head_revision, upgrade
+from db.schema import SCHEMA_HEAD, current_revision
 
 
 def _tables_and_revision(database_url: str) -> tuple[set[str], str | None]:
@@ -69,3 +70,8 @@ def test_upgrade_creates_the_sqlite_folder(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'fresh' / 'var' / 'gateway.db'}"
     upgrade(url)
     assert _tables_and_revision(url)[1] == head_revision()
+
+
+def test_the_expected_head_is_alembics_head() -> None:
+    """/readyz compares against SCHEMA_HEAD without importing Alembic: it must be the newest."""
+    assert head_revision() == SCHEMA_HEAD

@@ -130,7 +130,7 @@ def test_sigterm_drains_then_cuts_off_streams(tmp_path: Path) -> None:
         outlives = open_stream("outlives")
 
         gateway.process.send_signal(signal.SIGTERM)
-        gateway.wait_for_line(r'"event": "shutdown_draining"')
+        gateway.wait_for_line(r'"event": ?"shutdown_draining"')
 
         ready = client.get("/readyz")
         assert (ready.status_code, ready.json()["status"]) == (503, "draining")

@@ -13,7 +13,9 @@ from sqlalchemy import select
 from db.engine import create_engine, session_factory
 from db.models import UsageRecord
 from gateway.logging import configure_logging
+from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway import running_gateway
+from tests.support.servers import serve
 
 
 async def _usage_rows(database_url: str) -> list[UsageRecord]:
@@ -59,24 +61,36 @@ def test_one_json_log_line_per_request_without_secrets(
     sqlite_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     configure_logging("info")
+    fake = FakeOpenAI()
+    models = [
+        {"name": "mock", "provider": "mock"},
+        {"name": "upstream", "provider": "openai", "base_url": None, "api_key_env": "UP_KEY"},
+    ]
     try:
-        with running_gateway(sqlite_url, models=[{"name": "mock", "provider": "mock"}]) as gateway:
-            key = gateway.create_key("logger", ["user"])
-            sdk = openai.OpenAI(base_url=gateway.v1, api_key=key, max_retries=0)
-            sdk.chat.completions.create(model="mock", messages=[{"role": "user", "content": "hi"}])
+        with serve(fake.app()) as upstream_url:
+            models[1]["base_url"] = f"{upstream_url}/v1"
+            with running_gateway(sqlite_url, {"UP_KEY": "sk-upstream"}, models=models) as gateway:
+                key = gateway.create_key("logger", ["user"])
+                sdk = openai.OpenAI(base_url=gateway.v1, api_key=key, max_retries=0)
+                for model in ("mock", "upstream"):
+                    sdk.chat.completions.create(
+                        model=model, messages=[{"role": "user", "content": "hi"}]
+                    )
     finally:
         structlog.reset_defaults()
 
-    lines = [
-        json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")
-    ]
+    # Every line is JSON: no library may slip a plain-text line in (httpx narrates each
+    # upstream request at INFO unless told not to).
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
     requests = [line for line in lines if line.get("event") == "request"]
-    assert len(requests) == 1
+    assert [entry["model"] for entry in requests] == ["mock", "upstream"]
     entry = requests[0]
     assert entry["key"] == "logger"
-    assert entry["model"] == "mock"
     assert entry["provider"] == "mock"
     assert entry["status"] == 200
     assert entry["prompt_tokens"] > 0
     assert entry["request_id"]
-    assert all(key not in json.dumps(line) for line in lines)
+    assert requests[1]["provider"] == "openai"
+    assert all(
+        key not in json.dumps(line) and "sk-upstream" not in json.dumps(line) for line in lines
+    )
