@@ -1,7 +1,7 @@
 """MCP tool round trip: the gateway's MCP client against the SDK's ClientSession alone.
 
-    .venv/bin/python -m bench.mcp                   # prints the table, about a minute
-    .venv/bin/python -m bench.mcp --calls 500 --transports stdio
+    .venv/bin/python -m bench.mcp                   # prints the tables, about 2 minutes
+    .venv/bin/python -m bench.mcp --calls 500 --transports stdio --turns 0
 
 Both clients call PyPI's mcp-server-time (`get_current_time`, timezone UTC) over stdio (each
 client starts its own child, as the gateway does) and over streamable HTTP (the same server under
@@ -14,18 +14,19 @@ uvicorn in a child process on 127.0.0.1, ``bench/mcp_server.py``; both clients s
   on top of the same SDK session held in the supervisor's task.
 
 The two alternate in blocks of calls (the order flips every block) so that other work on a shared
-machine hits both alike. Every call and every run is bounded in time.
+machine hits both alike. Every call and every run is bounded in time. Then ``bench/mcp_api.py``
+times whole conversation turns that call the tool through the gateway's HTTP API.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
@@ -37,7 +38,9 @@ import uvloop
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.report import MCPRow, mcp_table
+from bench import mcp_api
+from bench.report import MCPRow, TurnRow, mcp_table, turns_table
+from bench.stats import percentile
 from mcp_client import CatalogSettings, MCPServerConfig, MCPToolCatalog
 
 TRANSPORTS = ("stdio", "streamable_http")
@@ -58,7 +61,9 @@ class Settings:
     warmup: int = 100
     concurrency: tuple[int, ...] = (1, 16)
     transports: tuple[str, ...] = TRANSPORTS
-    port: int = 18083  # the streamable HTTP server's
+    turns: int = 300  # conversation turns per model through the HTTP API; 0 skips them
+    turns_warmup: int = 20
+    port: int = 18083  # the streamable HTTP server's; the gateway's is the next one
 
 
 @dataclass
@@ -67,13 +72,6 @@ class _Sample:
     seconds: float = 0.0
     cpu_seconds: float = 0.0
     errors: int = 0
-
-
-def percentile(times: Sequence[float], share: float) -> float:
-    """Nearest rank on sorted ``times``: the smallest value at least ``share`` of them reach."""
-    rank = math.ceil(share * len(times) - 1e-9)  # the epsilon: 0.07 * 100 is 7.000000000000001
-    index = max(0, min(len(times) - 1, rank - 1))
-    return times[index]
 
 
 async def _timed(call: Call, sample: _Sample) -> None:
@@ -259,16 +257,34 @@ async def _measure_transport(transport: str, settings: Settings, url: str | None
     return rows
 
 
-def measure(settings: Settings) -> list[MCPRow]:
-    """Every transport and concurrency; the event loop is uvloop's, as under ``llm-gateway
-    serve``."""
+def measure(settings: Settings) -> tuple[list[MCPRow], list[TurnRow]]:
+    """Every transport and concurrency, then the API turns. The event loop is uvloop's, as under
+    ``llm-gateway serve``."""
     rows: list[MCPRow] = []
+    turns: list[TurnRow] = []
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         if "stdio" in settings.transports:
             rows += runner.run(_measure_transport("stdio", settings, None))
-        if "streamable_http" in settings.transports:
-            with http_server(settings.port) as (url, _pid):
+        with http_server(settings.port) as (url, _pid):
+            if "streamable_http" in settings.transports:
                 rows += runner.run(_measure_transport("streamable_http", settings, url))
+            if settings.turns:
+                turns = _measure_turns(settings, url)
+    return rows, turns
+
+
+def _measure_turns(settings: Settings, mcp_url: str) -> list[TurnRow]:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp,
+        mcp_api.api_client(Path(tmp), settings.port + 1, mcp_url) as (_pid, client),
+    ):
+        rows = mcp_api.measure_turns(client, settings.turns, settings.turns_warmup)
+    for row in rows:
+        print(
+            f"mcp api turn, {row.tool:15} p50 {row.p50_ms:.2f} p99 {row.p99_ms:.2f} ms, "
+            f"{row.errors} errors",
+            flush=True,
+        )
     return rows
 
 
@@ -281,22 +297,24 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     parser.add_argument(
         "--transports", nargs="+", choices=TRANSPORTS, default=list(defaults.transports)
     )
-    parser.add_argument("--port", type=int, default=defaults.port)
+    parser.add_argument("--turns", type=int, default=defaults.turns, help="0: no API turns")
+    parser.add_argument("--port", type=int, default=defaults.port, help="first of two ports")
     args = parser.parse_args(argv)
-    if args.calls > 100_000 or max(args.concurrency) > 256:
-        parser.error("keep runs bounded: calls <= 100000, concurrency <= 256")
+    if args.calls > 100_000 or max(args.concurrency) > 256 or args.turns > 10_000:
+        parser.error("keep runs bounded: calls <= 100000, concurrency <= 256, turns <= 10000")
     return Settings(
         calls=args.calls,
         warmup=args.warmup,
         concurrency=tuple(args.concurrency),
         transports=tuple(args.transports),
+        turns=args.turns,
         port=args.port,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    rows = measure(parse_args(argv))
-    print("\n".join(mcp_table(rows)))
+    rows, turns = measure(parse_args(argv))
+    print("\n".join([*mcp_table(rows), "", *turns_table(turns)]))
     return 0
 
 

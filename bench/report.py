@@ -53,11 +53,25 @@ class MCPRow:
         return self.calls / self.seconds if self.seconds else 0.0
 
 
+@dataclass(frozen=True)
+class TurnRow:
+    """Conversation turns through the gateway's HTTP API (see ``bench/mcp_api.py``)."""
+
+    tool: str  # "no tool" (the baseline) or the transport of the one MCP tool call
+    turns: int
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    errors: int
+    load_average: float
+
+
 @dataclass
 class Results:
     rows: list[Row] = field(default_factory=list)
     extras: dict[str, TargetExtras] = field(default_factory=dict)
     mcp: list[MCPRow] = field(default_factory=list)
+    mcp_turns: list[TurnRow] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
     settings: str = ""
 
@@ -169,8 +183,43 @@ def mcp_table(rows: list[MCPRow]) -> list[str]:
     return lines
 
 
+def turns_table(rows: list[TurnRow]) -> list[str]:
+    """One line per kind of turn; ``added`` is the turn minus the turn with no tool."""
+    base = next((row for row in rows if row.tool == "no tool"), None)
+    lines = [
+        "| turn | turns | p50 ms | p90 ms | p99 ms | added p50 / p99 ms | errors | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        added = (
+            "-"
+            if base is None or row is base
+            else f"{row.p50_ms - base.p50_ms:+.2f} / {row.p99_ms - base.p99_ms:+.2f}"
+        )
+        tool = row.tool if row is base else f"one tool call, {row.tool}"
+        lines.append(
+            f"| {tool} | {row.turns:,} | {row.p50_ms:.2f} | {row.p90_ms:.2f} | {row.p99_ms:.2f} "
+            f"| {added} | {row.errors} | {row.load_average:.1f} |"
+        )
+    return lines
+
+
+def _turns_part(results: Results) -> list[str]:
+    if not results.mcp_turns:
+        return []
+    return [
+        "Through the HTTP API: one conversation turn (`POST /v1/conversations/{id}/messages`) "
+        "whose scripted model calls the tool once and then answers, against a turn whose model "
+        "answers at once. `added` is the whole tool round: the call proposed, decided and run, "
+        "each step persisted, and the second model call.",
+        "",
+        *turns_table(results.mcp_turns),
+        "",
+    ]
+
+
 def _mcp_section(results: Results) -> list[str]:
-    if not results.mcp:
+    if not results.mcp and not results.mcp_turns:
         return []
     return [
         "## MCP tool round trip",
@@ -182,6 +231,7 @@ def _mcp_section(results: Results) -> list[str]:
         "",
         *mcp_table(results.mcp),
         "",
+        *_turns_part(results),
     ]
 
 
@@ -298,7 +348,10 @@ METHOD = """## Method
   the SDK's `ClientSession.call_tool` and the gateway's `MCPToolCatalog.call_tool` (argument
   validation, per-server limit, raised to the concurrency so it never queues, timeout, result
   conversion). The two alternate in blocks of 50 calls per concurrent caller, so other work on the
-  machine hits both alike; uvloop as under `llm-gateway serve`.
+  machine hits both alike; uvloop as under `llm-gateway serve`. Then through the HTTP API
+  (`bench/mcp_api.py`): `llm-gateway serve` with both servers configured and scripted `mock`
+  models, 300 turns of each kind, each on a new conversation made untimed beforehand, in
+  alternating blocks, one at a time.
 """
 
 

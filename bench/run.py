@@ -39,7 +39,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds before each run")
     parser.add_argument("--first-byte-requests", type=int, default=500)
     parser.add_argument("--streams", type=int, default=1000, help="streams held open at once")
-    parser.add_argument("--port", type=int, default=18080, help="first of four ports")
+    parser.add_argument("--port", type=int, default=18080, help="first of five ports")
     parser.add_argument(
         "--mcp",
         action=argparse.BooleanOptionalAction,
@@ -187,10 +187,11 @@ def run(args: argparse.Namespace) -> Results:
                     bench.measure(name, ports[TARGETS.index(name)], key, pid)
     if args.mcp:
         settings = mcp.Settings(calls=args.mcp_calls, port=args.port + 3)
-        bench.results.mcp = mcp.measure(settings)
+        bench.results.mcp, bench.results.mcp_turns = mcp.measure(settings)
         bench.results.settings += (
             f"; MCP: {settings.calls:,} calls per client after {settings.warmup} warm-up, "
-            f"concurrency {', '.join(map(str, settings.concurrency))}"
+            f"concurrency {', '.join(map(str, settings.concurrency))}; "
+            f"{settings.turns} API turns of each kind"
         )
     return bench.results
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench import load, mcp, run, upstream
+from bench import load, run, stats, upstream
 from bench.report import MCPRow, Results, document, mcp_table
 
 
@@ -60,6 +60,6 @@ def test_the_mcp_section_appears_only_when_measured() -> None:
 
 def test_percentile_is_the_nearest_rank() -> None:
     times = [float(n) for n in range(1, 101)]
-    assert mcp.percentile(times, 0.50) == 50.0
-    assert mcp.percentile(times, 0.99) == 99.0
-    assert mcp.percentile([7.0], 0.99) == 7.0
+    assert stats.percentile(times, 0.50) == 50.0
+    assert stats.percentile(times, 0.99) == 99.0
+    assert stats.percentile([7.0], 0.99) == 7.0
