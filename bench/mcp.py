@@ -106,7 +106,7 @@ async def compare(
         await _block(call, warmup, concurrency, _Sample())
     samples = {name: _Sample() for name in clients}
     order = list(clients)
-    block = 50 * concurrency
+    block = 25 * concurrency
     done = 0
     while done < calls:
         count = min(block, calls - done)

@@ -347,7 +347,7 @@ METHOD = """## Method
   (1, then 16 calls in flight), a warm-up, then 2,000 calls of `get_current_time` by each client:
   the SDK's `ClientSession.call_tool` and the gateway's `MCPToolCatalog.call_tool` (argument
   validation, per-server limit, raised to the concurrency so it never queues, timeout, result
-  conversion). The two alternate in blocks of 50 calls per concurrent caller, so other work on the
+  conversion). The two alternate in blocks of 25 calls per concurrent caller, so other work on the
   machine hits both alike; uvloop as under `llm-gateway serve`. Then through the HTTP API
   (`bench/mcp_api.py`): `llm-gateway serve` with both servers configured and scripted `mock`
   models, 300 turns of each kind, each on a new conversation made untimed beforehand, in
