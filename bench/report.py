@@ -32,10 +32,46 @@ class TargetExtras:
     streams_rss_mb: float | None = None
 
 
+@dataclass(frozen=True)
+class MCPRow:
+    """One client's tool calls to one MCP server (see ``bench/mcp.py``)."""
+
+    transport: str  # stdio | streamable_http
+    client: str  # direct (the SDK's ClientSession alone) | gateway (the gateway's MCP client)
+    concurrency: int
+    calls: int
+    seconds: float  # wall time the calls took, summed over the interleaved blocks
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    cpu_ms_per_call: float  # the client process's CPU (the server's is not counted)
+    errors: int
+    load_average: float
+
+    @property
+    def calls_per_second(self) -> float:
+        return self.calls / self.seconds if self.seconds else 0.0
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    """Conversation turns through the gateway's HTTP API (see ``bench/mcp_api.py``)."""
+
+    tool: str  # "no tool" (the baseline) or the transport of the one MCP tool call
+    turns: int
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    errors: int
+    load_average: float
+
+
 @dataclass
 class Results:
     rows: list[Row] = field(default_factory=list)
     extras: dict[str, TargetExtras] = field(default_factory=dict)
+    mcp: list[MCPRow] = field(default_factory=list)
+    mcp_turns: list[TurnRow] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
     settings: str = ""
 
@@ -119,6 +155,86 @@ def _extras_table(results: Results) -> list[str]:
     return lines
 
 
+def _mcp_added(row: MCPRow, rows: list[MCPRow]) -> str:
+    if row.client == "direct":
+        return "-"
+    for base in rows:
+        key = (base.transport, base.client, base.concurrency)
+        if key == (row.transport, "direct", row.concurrency):
+            return f"{row.p50_ms - base.p50_ms:+.2f} / {row.p99_ms - base.p99_ms:+.2f}"
+    return "-"
+
+
+def mcp_table(rows: list[MCPRow]) -> list[str]:
+    """One line per transport, client and concurrency; ``added`` is the gateway's MCP client
+    minus the SDK alone on the same server at the same concurrency."""
+    lines = [
+        "| transport | client | conc. | calls | calls/s | p50 ms | p90 ms | p99 ms "
+        "| added p50 / p99 ms | client CPU ms/call | errors | load |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row.transport} | {row.client} | {row.concurrency} | {row.calls:,} "
+            f"| {row.calls_per_second:,.0f} | {row.p50_ms:.2f} | {row.p90_ms:.2f} "
+            f"| {row.p99_ms:.2f} | {_mcp_added(row, rows)} | {row.cpu_ms_per_call:.2f} "
+            f"| {row.errors} | {row.load_average:.1f} |"
+        )
+    return lines
+
+
+def turns_table(rows: list[TurnRow]) -> list[str]:
+    """One line per kind of turn; ``added`` is the turn minus the turn with no tool."""
+    base = next((row for row in rows if row.tool == "no tool"), None)
+    lines = [
+        "| turn | turns | p50 ms | p90 ms | p99 ms | added p50 / p99 ms | errors | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        added = (
+            "-"
+            if base is None or row is base
+            else f"{row.p50_ms - base.p50_ms:+.2f} / {row.p99_ms - base.p99_ms:+.2f}"
+        )
+        tool = row.tool if row is base else f"one tool call, {row.tool}"
+        lines.append(
+            f"| {tool} | {row.turns:,} | {row.p50_ms:.2f} | {row.p90_ms:.2f} | {row.p99_ms:.2f} "
+            f"| {added} | {row.errors} | {row.load_average:.1f} |"
+        )
+    return lines
+
+
+def _turns_part(results: Results) -> list[str]:
+    if not results.mcp_turns:
+        return []
+    return [
+        "Through the HTTP API: one conversation turn (`POST /v1/conversations/{id}/messages`) "
+        "whose scripted model calls the tool once and then answers, against a turn whose model "
+        "answers at once. `added` is the whole tool round: the call proposed, decided and run, "
+        "each step persisted, and the second model call.",
+        "",
+        *turns_table(results.mcp_turns),
+        "",
+    ]
+
+
+def _mcp_section(results: Results) -> list[str]:
+    if not results.mcp and not results.mcp_turns:
+        return []
+    return [
+        "## MCP tool round trip",
+        "",
+        "One tool call (`get_current_time` of PyPI's `mcp-server-time`) through the gateway's MCP "
+        "client (`gateway`: `MCPToolCatalog.call_tool`, what the tool executor calls) against the "
+        "MCP SDK's `ClientSession` alone (`direct`), on the same server. `added` is gateway minus "
+        "direct at the same transport and concurrency; CPU is the calling process's only.",
+        "",
+        *mcp_table(results.mcp),
+        "",
+        *_turns_part(results),
+    ]
+
+
 def render(results: Results) -> str:
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     versions = ", ".join(f"{k} {v}" for k, v in results.versions.items())
@@ -150,6 +266,7 @@ def render(results: Results) -> str:
             "",
             *_extras_table(results),
             "",
+            *_mcp_section(results),
         ]
     )
 
@@ -224,7 +341,17 @@ METHOD = """## Method
   database, `num_retries: 0`, same models and mock.
 - Each measured run follows a short warm-up at the same concurrency. The servers and wrk share
   the same 2 cores, as they would share a node: numbers at concurrency 64 are CPU-bound.
-- MCP tool round trip: TODO, see `bench/mcp.py` (needs the MCP client being built elsewhere).
+- MCP tool round trip (`bench/mcp.py`, also `python -m bench.mcp` alone): PyPI's `mcp-server-time`
+  over stdio (each client starts its own child) and over streamable HTTP (the same package's
+  server under uvicorn in its own process, `bench/mcp_server.py`). Per transport and concurrency
+  (1, then 16 calls in flight), a warm-up, then 2,000 calls of `get_current_time` by each client:
+  the SDK's `ClientSession.call_tool` and the gateway's `MCPToolCatalog.call_tool` (argument
+  validation, per-server limit, raised to the concurrency so it never queues, timeout, result
+  conversion). The two alternate in blocks of 25 calls per concurrent caller, so other work on the
+  machine hits both alike; uvloop as under `llm-gateway serve`. Then through the HTTP API
+  (`bench/mcp_api.py`): `llm-gateway serve` with both servers configured and scripted `mock`
+  models, 300 turns of each kind, each on a new conversation made untimed beforehand, in
+  alternating blocks, one at a time.
 """
 
 

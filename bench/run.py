@@ -1,7 +1,8 @@
 """Our gateway, LiteLLM's proxy and the bare upstream, side by side on one machine.
 
-    make bench                       # everything, about 6 minutes on 2 cores
-    .venv/bin/python -m bench.run --targets gateway --duration 5   # quick iteration
+    make bench                       # everything, about 8 minutes on 2 cores
+    .venv/bin/python -m bench.run --targets gateway --duration 5 --no-mcp   # quick iteration
+    .venv/bin/python -m bench.mcp    # the MCP tool round trip alone, printed
 
 Writes docs/benchmarks.md (or --output) and the raw numbers next to it as JSON.
 """
@@ -20,7 +21,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
-from bench import load, procstat, targets
+from bench import load, mcp, procstat, targets
 from bench.report import Results, Row, TargetExtras, document, git_revision
 
 TARGETS = ("upstream", "gateway", "litellm")
@@ -38,7 +39,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds before each run")
     parser.add_argument("--first-byte-requests", type=int, default=500)
     parser.add_argument("--streams", type=int, default=1000, help="streams held open at once")
-    parser.add_argument("--port", type=int, default=18080, help="first of three ports")
+    parser.add_argument("--port", type=int, default=18080, help="first of five ports")
+    parser.add_argument(
+        "--mcp",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also measure the MCP tool round trip (bench/mcp.py)",
+    )
+    parser.add_argument("--mcp-calls", type=int, default=mcp.Settings.calls)
+    parser.add_argument("--mcp-turns", type=int, default=mcp.Settings.turns, help="0: none")
     parser.add_argument("--output", type=Path, default=targets.ROOT / "docs" / "benchmarks.md")
     parser.add_argument("--litellm-venv", type=Path, default=targets.ROOT / "var/bench/litellm")
     parser.add_argument(
@@ -47,6 +56,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if max(args.concurrency) > 2000 or args.duration > 60 or args.streams > 5000:
         parser.error("keep runs bounded: concurrency <= 2000, duration <= 60 s, streams <= 5000")
+    if args.mcp_calls > 100_000 or args.mcp_turns > 10_000:
+        parser.error("keep runs bounded: --mcp-calls <= 100000, --mcp-turns <= 10000")
     return args
 
 
@@ -175,6 +186,14 @@ def run(args: argparse.Namespace) -> Results:
                     continue
                 with starters[name]() as (pid, key):
                     bench.measure(name, ports[TARGETS.index(name)], key, pid)
+    if args.mcp:
+        settings = mcp.Settings(calls=args.mcp_calls, turns=args.mcp_turns, port=args.port + 3)
+        bench.results.mcp, bench.results.mcp_turns = mcp.measure(settings)
+        bench.results.settings += (
+            f"; MCP: {settings.calls:,} calls per client after {settings.warmup} warm-up calls, "
+            f"concurrency {', '.join(map(str, settings.concurrency))}; "
+            f"{settings.turns} API turns of each kind"
+        )
     return bench.results
 
 

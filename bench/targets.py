@@ -92,8 +92,18 @@ def _gateway_bin() -> str:
 @contextmanager
 def gateway(workdir: Path, port: int, upstream: str) -> Iterator[tuple[int, str]]:
     """Our gateway as in production: auth, usage recording and one JSON log line a request."""
-    config = str(_gateway_config(workdir, upstream))
-    env = {**os.environ, "BENCH_UPSTREAM_KEY": "sk-upstream"}
+    config = _gateway_config(workdir, upstream)
+    with serve_gateway(workdir, port, config, {"BENCH_UPSTREAM_KEY": "sk-upstream"}) as started:
+        yield started
+
+
+@contextmanager
+def serve_gateway(
+    workdir: Path, port: int, config_path: Path, extra_env: dict[str, str]
+) -> Iterator[tuple[int, str]]:
+    """Migrates, makes a `user` key and serves ``config_path``; yields the pid and the key."""
+    config = str(config_path)
+    env = {**os.environ, **extra_env}
     cli = _gateway_bin()
     subprocess.run([cli, "migrate", "--config", config], check=True, capture_output=True, env=env)
     created = subprocess.run(

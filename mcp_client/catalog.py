@@ -16,7 +16,7 @@ from mcp_client.results import error_result, truncate
 from mcp_client.supervisor import ServerPolicy, ServerStatus, ServerSupervisor
 from mcp_client.transports import backend_factory
 from mcp_client.types import StandardizedTool, ToolCatalog, ToolResult
-from mcp_client.validation import argument_problems
+from mcp_client.validation import ArgumentCheck
 
 log = structlog.get_logger("mcp_client.catalog")
 
@@ -38,6 +38,7 @@ class MCPToolCatalog(ToolCatalog):
         self.settings = settings or CatalogSettings()
         self._servers: dict[str, ServerSupervisor] = {}
         self._index: dict[str, tuple[StandardizedTool, ServerSupervisor]] = {}
+        self._checks: dict[str, ArgumentCheck] = {}  # by definition hash: built once, not per call
         self._running: set[str] = set()
         self._change = asyncio.Event()  # replaced after every change; waiters hold the old one
 
@@ -132,7 +133,7 @@ class MCPToolCatalog(ToolCatalog):
         if entry is None:
             return error_result(f"unknown tool `{name}`")
         tool, server = entry
-        problems = argument_problems(tool.parameters, arguments)
+        problems = self._check(tool).problems(arguments)
         if problems:
             return error_result(f"invalid arguments for `{name}`: " + "; ".join(problems))
         limit = timeout or server.policy.call_timeout or self.settings.call_timeout
@@ -142,6 +143,12 @@ class MCPToolCatalog(ToolCatalog):
             log.exception("tool_call_failed", tool=name, server=tool.server)
             result = error_result(f"the tool failed: {type(exc).__name__}")
         return truncate(result, self.settings.max_result_chars)
+
+    def _check(self, tool: StandardizedTool) -> ArgumentCheck:
+        check = self._checks.get(tool.definition_hash)
+        if check is None:
+            check = self._checks[tool.definition_hash] = ArgumentCheck(tool.parameters)
+        return check
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """Wait until ``predicate()`` holds after some catalog change; False on timeout."""
@@ -157,5 +164,7 @@ class MCPToolCatalog(ToolCatalog):
         served = [ServedTools(s.name, s.policy, s.tools) for s in self._servers.values()]
         tools = build_index(served, self.settings.always_namespace)
         self._index = {name: (tool, self._servers[tool.server]) for name, tool in tools.items()}
+        live = {tool.definition_hash for tool in tools.values()}
+        self._checks = {key: check for key, check in self._checks.items() if key in live}
         change, self._change = self._change, asyncio.Event()
         change.set()

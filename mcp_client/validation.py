@@ -6,26 +6,49 @@ from typing import Any
 
 from jsonschema import exceptions as schema_errors
 from jsonschema import validators
+from jsonschema.protocols import Validator
+
+
+class ArgumentCheck:
+    """One tool's schema, checked and compiled once, then applied to each call's arguments.
+
+    Checking the schema itself against its metaschema is nearly all of the cost: about 0.5 ms of
+    CPU for mcp-server-time's one-field schema, against 6 us for the arguments, when a whole stdio
+    round trip takes about 1 ms. The catalog keeps one of these per tool definition, so that
+    happens once per definition, not on every call.
+    """
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        properties = schema.get("properties")
+        self._known = frozenset(properties) if isinstance(properties, dict) else None
+        self._schema_problem = ""  # set when the schema itself is invalid
+        self._validator: Validator | None = None
+        try:
+            validator_class = validators.validator_for(schema)
+            validator_class.check_schema(schema)
+        except schema_errors.SchemaError as exc:
+            self._schema_problem = f"the tool's schema is invalid: {exc.message}"
+        else:
+            self._validator = validator_class(schema)
+
+    def problems(self, arguments: dict[str, Any]) -> list[str]:
+        """Every way ``arguments`` break the schema; unknown top-level fields are always refused.
+
+        Servers often omit ``additionalProperties: false``; a model that invents a field should
+        still hear about it rather than have it silently dropped or passed on.
+        """
+        problems: list[str] = []
+        if self._known is not None:
+            unknown = sorted(set(arguments) - self._known)
+            problems.extend(f"unknown argument `{name}`" for name in unknown)
+        if self._validator is None:
+            return [*problems, self._schema_problem]
+        for error in sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path)):
+            where = "/".join(str(part) for part in error.path)
+            problems.append(f"{where}: {error.message}" if where else error.message)
+        return problems
 
 
 def argument_problems(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
-    """Every way ``arguments`` break ``schema``; unknown top-level fields are always refused.
-
-    Servers often omit ``additionalProperties: false``; a model that invents a field should still
-    hear about it rather than have it silently dropped or passed on.
-    """
-    problems: list[str] = []
-    properties = schema.get("properties")
-    if isinstance(properties, dict):
-        unknown = sorted(set(arguments) - set(properties))
-        problems.extend(f"unknown argument `{name}`" for name in unknown)
-    try:
-        validator_class = validators.validator_for(schema)
-        validator_class.check_schema(schema)
-    except schema_errors.SchemaError as exc:
-        return [*problems, f"the tool's schema is invalid: {exc.message}"]
-    validator = validator_class(schema)
-    for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
-        where = "/".join(str(part) for part in error.path)
-        problems.append(f"{where}: {error.message}" if where else error.message)
-    return problems
+    """``ArgumentCheck(schema).problems(arguments)``, for a schema used once."""
+    return ArgumentCheck(schema).problems(arguments)

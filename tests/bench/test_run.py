@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from bench import load, run, upstream
+from bench import load, run, stats, upstream
+from bench.report import MCPRow, Results, document, mcp_table
 
 
 def test_defaults_cover_the_issue_matrix() -> None:
@@ -15,6 +16,7 @@ def test_defaults_cover_the_issue_matrix() -> None:
     assert args.modes == ["whole", "stream"]
     assert args.targets == ["upstream", "gateway", "litellm"]
     assert args.streams == 1000
+    assert args.mcp  # the MCP tool round trip is part of `make bench`
 
 
 def test_runs_are_bounded() -> None:
@@ -34,3 +36,30 @@ def test_canned_stream_is_valid_openai_sse() -> None:
     chunks = [json.loads(p) for p in payloads[:-1]]
     assert chunks[-1]["usage"]["total_tokens"] == 21
     assert json.loads(upstream.completion_body())["object"] == "chat.completion"
+
+
+def _mcp_row(client: str, p50: float, p99: float) -> MCPRow:
+    return MCPRow("stdio", client, 1, 2000, 2.0, p50, p50 + 0.1, p99, 0.3, 0, 1.0)
+
+
+def test_mcp_table_shows_the_gateway_clients_added_latency_over_the_sdk() -> None:
+    rows = [_mcp_row("direct", 0.80, 1.50), _mcp_row("gateway", 1.05, 1.40)]
+    lines = mcp_table(rows)
+    assert lines[2] == (
+        "| stdio | direct | 1 | 2,000 | 1,000 | 0.80 | 0.90 | 1.50 | - | 0.30 | 0 | 1.0 |"
+    )
+    assert "| +0.25 / -0.10 |" in lines[3]
+
+
+def test_the_mcp_section_appears_only_when_measured() -> None:
+    assert "## MCP tool round trip" not in document(Results())
+    measured = document(Results(mcp=[_mcp_row("direct", 0.8, 1.5)]))
+    assert "## MCP tool round trip" in measured
+    assert "TODO" not in measured
+
+
+def test_percentile_is_the_nearest_rank() -> None:
+    times = [float(n) for n in range(1, 101)]
+    assert stats.percentile(times, 0.50) == 50.0
+    assert stats.percentile(times, 0.99) == 99.0
+    assert stats.percentile([7.0], 0.99) == 7.0

@@ -247,3 +247,30 @@ async def test_a_busy_server_refuses_calls_beyond_its_concurrency_limit() -> Non
         assert (await catalog.call_tool("echo", {"text": "now"})).content == "slow:now"
     finally:
         await catalog.aclose()
+
+
+async def test_a_changed_schema_is_checked_anew_not_from_the_compiled_old_one() -> None:
+    changing = demo_server("changing")
+    catalog = MCPToolCatalog(CatalogSettings(refresh_interval=0.05))
+    policy = ServerPolicy(roles=frozenset({"user"}))
+    catalog.add_server("changing", "in-process", policy, in_process(changing.server))
+    await catalog.start()
+    try:
+        assert (await catalog.call_tool("echo", {"text": "a"})).content == "changing:a"
+
+        def echo(words: int) -> str:
+            return f"{words} words"
+
+        def takes_words() -> bool:
+            tool = catalog.get("echo")
+            return tool is not None and "words" in tool.parameters.get("properties", {})
+
+        changing.server.remove_tool("echo")
+        changing.server.add_tool(echo, name="echo", description="Echo, changed.")
+        assert await catalog.wait_for(takes_words, timeout=10)
+        refused = await catalog.call_tool("echo", {"text": "a"})
+        assert refused.is_error
+        assert "unknown argument `text`" in refused.content
+        assert (await catalog.call_tool("echo", {"words": 3})).content == "3 words"
+    finally:
+        await catalog.aclose()

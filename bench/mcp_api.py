@@ -1,0 +1,154 @@
+"""A tool round trip through the gateway's HTTP API: a conversation turn that calls an MCP tool.
+
+``bench/mcp.py`` times the MCP client alone; this times what a caller of the native API waits
+for. The gateway (``llm-gateway serve``, SQLite, a real key) is configured with mcp-server-time
+twice, over stdio (``time``) and over streamable HTTP (``time_http``, ``bench/mcp_server.py``), and
+three scripted mock models:
+
+- ``turn-plain`` answers at once: a turn with no tool, the baseline;
+- ``turn-stdio`` / ``turn-http`` call ``get_current_time`` on one server, then answer with it.
+
+Each measured turn is one ``POST /v1/conversations/{id}/messages`` on a new conversation (made
+untimed beforehand, so history never grows). A tool turn's extra time over the plain one is the
+tool round: the call proposed, decided by policy and run (each step persisted), the MCP call,
+the result stored and a second model call (the mock's is nearly free).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from bench import targets
+from bench.report import TurnRow
+from bench.stats import percentile
+
+PLAIN = "turn-plain"
+SERVERS = {"stdio": "time", "streamable_http": "time_http"}
+TURN_MODELS = {PLAIN: "no tool", "turn-stdio": "stdio", "turn-http": "streamable_http"}
+TIMEOUT = 30.0  # seconds for one request; a turn this slow means something is broken
+
+
+def _tool_model(name: str, server: str) -> dict[str, Any]:
+    call = {"name": f"{server}__get_current_time", "arguments": {"timezone": "UTC"}}
+    return {
+        "name": name,
+        "provider": "mock",
+        "script": [{"tool_calls": [call]}, {"text": "It is {last_tool_result}"}],
+    }
+
+
+def write_config(workdir: Path, mcp_url: str) -> Path:
+    stdio_server = {
+        "name": SERVERS["stdio"],
+        "transport": "stdio",
+        "command": "mcp-server-time",
+        "args": ["--local-timezone", "UTC"],
+        "roles": ["user"],
+    }
+    http_server = {
+        "name": SERVERS["streamable_http"],
+        "transport": "streamable_http",
+        "url": mcp_url,
+        "roles": ["user"],
+    }
+    config = {
+        "database_url": f"sqlite+aiosqlite:///{workdir}/gateway.db",
+        "log_level": "info",
+        "models": [
+            {"name": PLAIN, "provider": "mock", "script": [{"text": "It is noon."}]},
+            _tool_model("turn-stdio", SERVERS["stdio"]),
+            _tool_model("turn-http", SERVERS["streamable_http"]),
+        ],
+        "mcp_servers": [stdio_server, http_server],
+    }
+    path = workdir / "gateway.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@contextmanager
+def api_client(workdir: Path, port: int, mcp_url: str) -> Iterator[tuple[int, httpx.Client]]:
+    """The gateway serving the turn models; yields its pid (to profile it) and a kept-alive
+    client carrying its key."""
+    config = write_config(workdir, mcp_url)
+    with (
+        targets.serve_gateway(workdir, port, config, {}) as (pid, key),
+        httpx.Client(
+            base_url=f"http://127.0.0.1:{port}",
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=TIMEOUT,
+        ) as client,
+    ):
+        _wait_for_tools(client)
+        yield pid, client
+
+
+def _wait_for_tools(client: httpx.Client, timeout: float = 60) -> None:
+    wanted = {f"{server}__get_current_time" for server in SERVERS.values()}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        names = {tool["name"] for tool in client.get("/v1/tools").json()["data"]}
+        if wanted <= names:
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"the gateway did not list {sorted(wanted)} within {timeout} s")
+
+
+def _turn(client: httpx.Client, model: str) -> tuple[float, bool]:
+    """One timed turn on a new conversation; True when it completed and its tool call succeeded."""
+    created = client.post("/v1/conversations", json={"model": model})
+    created.raise_for_status()
+    path = f"/v1/conversations/{created.json()['id']}/messages"
+    start = time.perf_counter()
+    answer = client.post(path, json={"content": "What time is it?"})
+    seconds = time.perf_counter() - start
+    if answer.status_code != 200:
+        return seconds, False
+    body = answer.json()
+    calls_ok = all(call["state"] == "succeeded" for call in body["tool_calls"])
+    expected_calls = 0 if model == PLAIN else 1
+    completed = body["status"] == "completed" and len(body["tool_calls"]) == expected_calls
+    return seconds, completed and calls_ok
+
+
+def _row(tool: str, times: list[float], errors: int) -> TurnRow:
+    times = sorted(times)
+    return TurnRow(
+        tool=tool,
+        turns=len(times),
+        p50_ms=percentile(times, 0.50) * 1000,
+        p90_ms=percentile(times, 0.90) * 1000,
+        p99_ms=percentile(times, 0.99) * 1000,
+        errors=errors,
+        load_average=os.getloadavg()[0],
+    )
+
+
+def measure_turns(client: httpx.Client, turns: int, warmup: int) -> list[TurnRow]:
+    """Every model's turns in alternating blocks, after a warm-up of each."""
+    for model in TURN_MODELS:
+        for _ in range(warmup):
+            _turn(client, model)
+    times: dict[str, list[float]] = {model: [] for model in TURN_MODELS}
+    errors = dict.fromkeys(TURN_MODELS, 0)
+    order = list(TURN_MODELS)
+    block = 25
+    done = 0
+    while done < turns:
+        count = min(block, turns - done)
+        for model in order:
+            for _ in range(count):
+                seconds, ok = _turn(client, model)
+                times[model].append(seconds)
+                errors[model] += not ok
+        order.reverse()
+        done += count
+    return [_row(TURN_MODELS[model], times[model], errors[model]) for model in TURN_MODELS]
