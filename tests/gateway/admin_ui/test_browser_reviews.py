@@ -67,6 +67,10 @@ def test_review_a_changed_tool_definition(page: Page, pinned: LoopStack) -> None
     expect(row.locator("td").first).to_contain_text("the get_time tool")
     expect(row.locator("td").last).to_contain_text("x.example")
     page.screenshot(path=screenshot_path("reviews"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=screenshot_path("reviews-diff-phone"), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.set_viewport_size({"width": 1280, "height": 900})
     changed.locator('[data-role="approve"]').click()
     expect(page.locator("article.review", has_text="get_time")).to_have_count(0)
     assert offered(pinned) == ["get_time"]
