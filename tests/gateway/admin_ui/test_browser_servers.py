@@ -140,8 +140,8 @@ def test_a_server_off_the_allow_list_is_refused_with_its_reason(
     form.locator('[data-role="add-server"]').click()
 
     banner = page.locator(".banner.error")
-    expect(banner).to_contain_text("This command line is not on")
-    expect(banner.locator("code")).to_have_text("tool_catalog.stdio_allow_list")
+    expect(banner).to_contain_text("is not on")
+    expect(banner.locator("code").last).to_have_text("tool_catalog.stdio_allow_list")
     # What was typed stays in the form, to be corrected.
     expect(form.locator("input[name=command_line]")).to_have_value("/bin/sh -c 'touch /tmp/pwned'")
     expect(page.locator("#server-shell")).to_have_count(0)

@@ -3,6 +3,7 @@ page, changes that keep what the form does not show, config servers untouchable.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -13,16 +14,17 @@ import pytest
 from tests.support.admin_ui import csrf_token, signed_in_client
 from tests.support.databases import fresh_database
 from tests.support.gateway import RunningGateway, running_gateway
-from tests.support.mcp_servers import manifest_app
+from tests.support.mcp_servers import crashy_stdio_command, manifest_app
 from tests.support.servers import serve
 
-ALLOWED = ["mcp-server-time", "--local-timezone", "UTC"]
+# A small SDK stdio server of the tests' own: the one command line runtime servers may run here.
+COMMAND, ARGS = crashy_stdio_command()
+ALLOWED = [COMMAND, *ARGS]
 
 
 @dataclass
 class ServersStack:
     gateway: RunningGateway
-    manifest_url: str
     admin_key: str
 
     def api(self) -> httpx.Client:
@@ -49,17 +51,17 @@ def stack(
             mcp_servers=[
                 {"name": "config-weather", "transport": "http_manifest", "url": manifest_url}
             ],
-            tool_catalog={"stdio_allow_list": [ALLOWED], "discovery_timeout": 10},
+            tool_catalog={"stdio_allow_list": [ALLOWED], "discovery_timeout": 20},
         ) as gateway,
     ):
-        yield ServersStack(gateway, manifest_url, gateway.create_key("ops", ["admin"]))
+        yield ServersStack(gateway, gateway.create_key("ops", ["admin"]))
 
 
-def form(stack: ServersStack, name: str, token: str, **fields: str) -> dict[str, str]:
+def form(name: str, token: str, **fields: str) -> dict[str, str]:
     return {
         "name": name,
-        "transport": "http_manifest",
-        "url": stack.manifest_url,
+        "transport": "stdio",
+        "command_line": shlex.join(ALLOWED),
         "roles": "user",
         "requires_approval": "false",
         "csrf_token": token,
@@ -70,10 +72,10 @@ def form(stack: ServersStack, name: str, token: str, **fields: str) -> dict[str,
 def test_server_forms_without_the_csrf_token_change_nothing(stack: ServersStack) -> None:
     with signed_in_client(stack.gateway.url, stack.admin_key) as client:
         token = csrf_token(client.get("/admin/servers").text)
-        assert client.post("/admin/servers", data=form(stack, "kept", token)).status_code == 303
+        assert client.post("/admin/servers", data=form("kept", token)).status_code == 303
         forged = [
-            client.post("/admin/servers", data=form(stack, "forged", "")),
-            client.post("/admin/servers/kept", data=form(stack, "kept", "wrong", roles="ops")),
+            client.post("/admin/servers", data=form("forged", "")),
+            client.post("/admin/servers/kept", data=form("kept", "wrong", roles="ops")),
             client.post("/admin/servers/kept/delete", data={}),
             client.post("/admin/servers/kept/delete", data={"csrf_token": token[:-2]}),
         ]
@@ -94,10 +96,11 @@ def test_a_change_keeps_the_settings_the_form_does_not_show(stack: ServersStack)
             "/v1/admin/servers",
             json={
                 "name": "tuned",
-                "transport": "http_manifest",
-                "url": stack.manifest_url,
+                "transport": "stdio",
+                "command": COMMAND,
+                "args": ARGS,
                 "roles": ["user"],
-                "tools": {"broken": {"enabled": False}},
+                "tools": {"crash": {"enabled": False}},
                 "max_concurrency": 2,
             },
         )
@@ -110,7 +113,7 @@ def test_a_change_keeps_the_settings_the_form_does_not_show(stack: ServersStack)
         token = csrf_token(page)
         changed = client.post(
             "/admin/servers/tuned",
-            data=form(stack, "ignored", token, roles="user, ops", requires_approval="true"),
+            data=form("ignored", token, roles="user, ops", requires_approval="true"),
         )
         assert changed.headers["location"] == "/admin/servers?done=changed"
         with stack.api() as admin:
@@ -119,7 +122,7 @@ def test_a_change_keeps_the_settings_the_form_does_not_show(stack: ServersStack)
         assert latest["detail"]["roles"] == ["ops", "user"]
         assert latest["detail"]["requires_approval"] is True
         assert latest["detail"]["tools"] == {
-            "broken": {
+            "crash": {
                 "roles": None,
                 "requires_approval": None,
                 "auto_approved": None,
@@ -143,7 +146,7 @@ REFUSALS = [
         "cannot be read",
     ),
     ({"name": "bad name!"}, 400, "Name must be 1-48 letters"),
-    ({"name": "nourl", "url": ""}, 400, "needs <code>url</code>"),
+    ({"name": "nourl", "transport": "sse", "url": ""}, 400, "needs <code>url</code>"),
     ({"name": "norole", "roles": ""}, 400, "Roles must be lowercase words"),
     ({"name": "config-weather"}, 409, "defined in the config file"),
 ]
@@ -155,7 +158,7 @@ def test_refused_servers_are_shown_with_the_reason(
 ) -> None:
     with signed_in_client(stack.gateway.url, stack.admin_key) as client:
         token = csrf_token(client.get("/admin/servers").text)
-        refused = client.post("/admin/servers", data={**form(stack, "", token), **fields})
+        refused = client.post("/admin/servers", data={**form("", token), **fields})
     assert refused.status_code == status
     assert message in refused.text
     assert '<p class="banner error" role="alert">' in refused.text
@@ -167,7 +170,7 @@ def test_changing_or_removing_what_is_not_a_runtime_server_is_refused(stack: Ser
     with signed_in_client(stack.gateway.url, stack.admin_key) as client:
         token = csrf_token(client.get("/admin/servers").text)
         config = client.post("/admin/servers/config-weather/delete", data={"csrf_token": token})
-        missing = client.post("/admin/servers/ghost", data=form(stack, "ghost", token))
+        missing = client.post("/admin/servers/ghost", data=form("ghost", token))
     assert config.status_code == 409
     assert "change it there" in config.text
     assert missing.status_code == 404
