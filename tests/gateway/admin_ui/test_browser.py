@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, ViewportSize, expect
 
 from tests.support.browser import chromium, screenshot_path
 from tests.support.tool_loop import LoopStack, loop_stack_on
 
 from .test_pages import start_turn
 
-DESKTOP = {"width": 1280, "height": 900}
-PHONE = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 WAIT_MS = 10_000
 
 
