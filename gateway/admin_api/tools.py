@@ -13,6 +13,7 @@ from chat_service.policy_catalog import PolicyCatalog
 from gateway.admin_api.keys import validate_roles
 from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.responses import json_response
+from gateway.services import Services
 from llm_service.errors import GatewayError
 from mcp_client.types import StandardizedTool, ToolCatalog
 
@@ -90,15 +91,23 @@ async def change_tool_policy(
     name: str, change: PolicyChange, principal: AdminPrincipal, services: ServicesDep
 ) -> Response:
     """Stored, audited, and applied on this replica at once (others within their refresh)."""
-    tool = _find(services.tools, name)
     changes = change.model_dump(include=change.model_fields_set)
+    return json_response(await change_policy(services, name, changes, principal.key_id))
+
+
+async def change_policy(
+    services: Services, name: str, changes: dict[str, Any], actor_key_id: int
+) -> dict[str, Any]:
+    """The one way to change a tool's policy (the API and the web UI): checks the tool and the
+    roles, stores and audits the change; returns the tool as ``GET /v1/admin/tools`` lists it."""
+    _find(services.tools, name)
     if changes.get("roles") is not None:
-        changes["roles"] = validate_roles(changes["roles"])
-    await services.policies.change(name, changes, principal.key_id)
+        changes = {**changes, "roles": validate_roles(changes["roles"])}
+    await services.policies.change(name, changes, actor_key_id)
     tool = _find(services.tools, name)
     pinned = services.tools if isinstance(services.tools, PinnedCatalog) else None
     held = pinned is not None and not pinned.offered(tool)
-    return json_response(tool_policy_json(tool, held, services.policies))
+    return tool_policy_json(tool, held, services.policies)
 
 
 def _find(catalog: ToolCatalog, name: str) -> StandardizedTool:

@@ -1,4 +1,4 @@
-"""The read-mostly pages: keys (create, revoke), audit log, usage, tools and servers."""
+"""The read-mostly pages: keys (create, revoke), audit log, usage."""
 
 from __future__ import annotations
 
@@ -10,9 +10,7 @@ from starlette.responses import RedirectResponse, Response
 
 from db.base import utcnow
 from gateway.admin_api.audit import AuditFilter, audit_page
-from gateway.admin_api.compatibility import configured_providers, report
 from gateway.admin_api.keys import validate_roles
-from gateway.admin_api.tools import servers_json, tools_json
 from gateway.admin_api.usage import usage_rows
 from gateway.admin_ui.rendering import render
 from gateway.admin_ui.security import SecuredRoute, SignedIn, check_csrf
@@ -101,31 +99,3 @@ async def usage(
     rows = await usage_rows(services.sessions, utcnow() - timedelta(days=days))
     context = {"rows": rows, "days": days, "windows": USAGE_WINDOWS}
     return render(request, "usage.html", context, session)
-
-
-@router.get("/tools")
-async def tools(request: Request, services: ServicesDep, session: SignedIn) -> Response:
-    providers = configured_providers(services)
-    context = {
-        "servers": servers_json(services.tools),
-        "tools": tools_json(services.tools, services.policies),
-        "providers": providers,
-        "compatibility": report(services.tools.all_tools(), providers),
-    }
-    return render(request, "tools.html", context, session)
-
-
-@router.post("/tools/{name}/enabled")
-async def set_tool_enabled(
-    name: str,
-    services: ServicesDep,
-    session: SignedIn,
-    csrf_token: Annotated[str, Form(max_length=100)] = "",
-    enabled: Annotated[bool, Form()] = True,
-) -> Response:
-    """The Tools page's enable/disable button: the same change as the admin API's PUT policy."""
-    check_csrf(session, csrf_token)
-    if name not in {tool.name for tool in services.tools.all_tools()}:
-        raise InvalidRequest(f"Tool `{name}` does not exist.", param="name")
-    await services.policies.change(name, {"enabled": enabled}, session.key_id)
-    return RedirectResponse("/admin/tools", status_code=303)

@@ -100,7 +100,9 @@ async def _queue_feed(
             html = render_fragment("_card.html", {"card": card, "session": session})
             yield _event("call", {"id": card.call.id, "html": html})
         for gone in shown - current:
-            yield _event("gone", {"id": gone})
+            # The state lets the page keep an expired card, marked, instead of dropping it.
+            call = await services.tool_calls.get(gone)
+            yield _event("gone", {"id": gone, "state": call.state.value if call else "unknown"})
         shown = current
         await asyncio.sleep(poll)
 
@@ -112,7 +114,8 @@ async def queue_events(
     session: SignedIn,
 ) -> Response:
     """Server-sent events: ``call`` (a new held call, as its rendered card), ``gone`` (decided
-    or expired anywhere), ``session-expired``. Cards already on the page come as ``shown``."""
+    or expired anywhere, with the call's new state), ``session-expired``. Cards already on the
+    page come as ``shown``."""
     return StreamingResponse(
         _queue_feed(request, services, session),
         media_type="text/event-stream",

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import shlex
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 from starlette.requests import Request
 from starlette.responses import Response
 
+from db.base import utcnow
 from gateway.admin_ui.sessions import SessionInfo
 
 HERE = Path(__file__).parent
@@ -23,6 +26,19 @@ STATIC_FILES = {
 
 def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+CODE = Markup("<code>{}</code>")
+
+
+def ticks(text: str) -> Markup:
+    """Messages mark names with backticks (as the API's errors do): shown as code, escaped."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: show the text as it is
+        return escape(text)
+    return Markup("").join(
+        CODE.format(part) if index % 2 else escape(part) for index, part in enumerate(parts)
+    )
 
 
 def when(value: datetime | str | None) -> str:
@@ -37,6 +53,10 @@ def templates() -> Jinja2Templates:
     built = Jinja2Templates(directory=HERE / "templates")
     built.env.filters["pretty_json"] = pretty_json
     built.env.filters["when"] = when
+    built.env.filters["command_line"] = shlex.join
+    built.env.filters["ticks"] = ticks
+    # Pages decide "expired" by the server's clock too, so it holds without JavaScript.
+    built.env.globals["now"] = utcnow
     return built
 
 

@@ -7,12 +7,15 @@ from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.responses import RedirectResponse, Response
 
+from gateway.admin_ui.rendering import render
 from gateway.admin_ui.sessions import AdminSessions, SessionInfo
 from gateway.context import request_context
 from gateway.services import Services, get_services
+from llm_service.errors import GatewayError
 
 # No inline script or style anywhere, so the policy can forbid both; nothing may frame a page.
 CONTENT_SECURITY_POLICY = (
@@ -43,8 +46,9 @@ class CsrfRejected(Exception):
 
 
 class SecuredRoute(APIRoute):
-    """Adds the security headers to every admin page and turns missing sessions and bad CSRF
-    tokens into a redirect and a 403 page."""
+    """Adds the security headers to every admin page, turns missing sessions and bad CSRF
+    tokens into a redirect and a 403 page, and refused input into an error page (a person is
+    reading: HTML, not the API's JSON)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -61,10 +65,42 @@ class SecuredRoute(APIRoute):
                     status_code=403,
                     media_type="text/plain",
                 )
+            except GatewayError as exc:
+                request_context(request).fail(exc)
+                response = await error_page(request, exc.message, exc.status_code)
+            except RequestValidationError as exc:
+                request_context(request).error_type = "invalid_request_error"
+                response = await error_page(request, form_problem(exc), 400)
             response.headers.update(SECURITY_HEADERS)
             return response
 
         return secured
+
+
+def form_problem(exc: RequestValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return "The form was not valid."
+    first = errors[0]
+    field = str(first.get("loc", ("", "form"))[-1])
+    return f"The form's `{field}` was not valid: {first.get('msg', 'invalid value')}."
+
+
+async def error_page(
+    request: Request, message: str, status_code: int, heading: str = "That did not work"
+) -> Response:
+    """An error as a page, with the navigation when the reader is signed in."""
+    session = await optional_session(request)
+    context = {"error": message, "heading": heading, "form_error": status_code != 404}
+    return render(request, "error.html", context, session, status_code)
+
+
+async def optional_session(request: Request) -> SessionInfo | None:
+    token = request.cookies.get(cookie_name(request, SESSION_COOKIE))
+    if not token:
+        return None
+    services: Services = request.app.state.services
+    return await admin_sessions(services).find(token)
 
 
 def is_tls(request: Request) -> bool:

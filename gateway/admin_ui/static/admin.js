@@ -1,4 +1,5 @@
-// The admin UI's only script: live approval queue (SSE), countdowns, confirmations.
+// The admin UI's only script: live approval queue (SSE), countdowns, confirmations, and
+// showing only the fields of a server form that its transport uses.
 // Loaded from /admin/static (the CSP allows no inline script).
 "use strict";
 
@@ -15,13 +16,17 @@ function tickCountdowns() {
     const label = card.querySelector('[data-role="time-left"]');
     const left = Date.parse(card.dataset.expires) - Date.now();
     if (left <= 0) {
-      card.classList.add("expired");
-      label.textContent = "Expired: the call will not run";
-      for (const button of card.querySelectorAll("button")) button.disabled = true;
+      markExpired(card);
     } else {
       label.textContent = timeLeftText(left);
     }
   }
+}
+
+function markExpired(card) {
+  card.classList.add("expired");
+  card.querySelector('[data-role="time-left"]').textContent = "Expired: the call will not run";
+  for (const field of card.querySelectorAll("button, input")) field.disabled = true;
 }
 
 function updateEmptyState() {
@@ -58,8 +63,16 @@ function followQueue() {
     tickCountdowns();
   });
   source.addEventListener("gone", (event) => {
-    const card = document.getElementById(`call-${JSON.parse(event.data).id}`);
-    if (card) card.remove();
+    const data = JSON.parse(event.data);
+    const card = document.getElementById(`call-${data.id}`);
+    if (!card) return;
+    // An expired call stays in view, marked, so the reviewer sees why it went.
+    if (data.state === "expired") {
+      delete card.dataset.expires;
+      markExpired(card);
+    } else {
+      card.remove();
+    }
     updateEmptyState();
   });
   source.addEventListener("session-expired", () => {
@@ -77,8 +90,22 @@ function bindConfirmations(root) {
   }
 }
 
+function showTransportFields(form) {
+  const transport = form.querySelector('[data-role="transport"]');
+  if (!transport) return;
+  const update = () => {
+    const wanted = transport.value === "stdio" ? "stdio" : "http";
+    for (const group of form.querySelectorAll("[data-transport]")) {
+      group.hidden = group.dataset.transport !== wanted;
+    }
+  };
+  transport.addEventListener("change", update);
+  update();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   bindConfirmations(document);
+  for (const form of document.querySelectorAll("form[data-server-form]")) showTransportFields(form);
   if (document.body.dataset.page === "queue") {
     tickCountdowns();
     window.setInterval(tickCountdowns, 1000);

@@ -11,6 +11,8 @@ from tests.support.browser import chromium, screenshot_path
 from tests.support.pinned_stack import pinned_stack_on
 from tests.support.tool_loop import LoopStack
 
+from .test_browser import DESKTOP, PHONE
+
 WAIT_MS = 10_000
 
 
@@ -30,9 +32,7 @@ def browser(pinned: LoopStack) -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser, pinned: LoopStack) -> Iterator[Page]:
-    context = browser.new_context(
-        base_url=pinned.gateway.url, viewport={"width": 1280, "height": 900}
-    )
+    context = browser.new_context(base_url=pinned.gateway.url, viewport=DESKTOP)
     context.set_default_timeout(WAIT_MS)
     try:
         yield context.new_page()
@@ -67,6 +67,10 @@ def test_review_a_changed_tool_definition(page: Page, pinned: LoopStack) -> None
     expect(row.locator("td").first).to_contain_text("the get_time tool")
     expect(row.locator("td").last).to_contain_text("x.example")
     page.screenshot(path=screenshot_path("reviews"), full_page=True)
+    page.set_viewport_size(PHONE)
+    page.screenshot(path=screenshot_path("reviews-diff-phone"), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    page.set_viewport_size(DESKTOP)
     changed.locator('[data-role="approve"]').click()
     expect(page.locator("article.review", has_text="get_time")).to_have_count(0)
     assert offered(pinned) == ["get_time"]

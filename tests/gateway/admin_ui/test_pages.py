@@ -18,7 +18,8 @@ def start_turn(stack: LoopStack, model: str) -> tuple[str, str]:
 
 
 def card_of(html: str, call_id: str) -> str:
-    match = re.search(rf'<article class="card call" id="call-{call_id}".*?</article>', html, re.S)
+    pattern = rf'<article class="card call[^"]*" id="call-{call_id}".*?</article>'
+    match = re.search(pattern, html, re.S)
     assert match, "the call is not in the queue"
     return match.group(0)
 
@@ -82,7 +83,7 @@ def test_keys_page_shows_a_new_key_once_and_revokes(ui_stack: LoopStack) -> None
         [key] = re.findall(r'<pre class="secret" id="new-key">(gw-[^<]+)</pre>', created.text)
         listing = client.get("/admin/keys").text
         assert key not in listing
-        assert "<td>analyst, user</td>" in listing
+        assert '<td data-label="Roles">analyst, user</td>' in listing
         bad = client.post(
             "/admin/keys", data={"name": "x", "roles": "Not A Role", "csrf_token": token}
         )
@@ -98,13 +99,14 @@ def test_audit_usage_and_tools_pages_render(ui_stack: LoopStack) -> None:
         nothing = client.get("/admin/audit", params={"tool": "no-such-tool"})
         usage = client.get("/admin/usage", params={"days": 7})
         tools = client.get("/admin/tools")
+        servers = client.get("/admin/servers")
     assert audit.status_code == 200
     assert "tool_call.awaiting_approval" in audit.text
     assert "No audit events match these filters" in nothing.text
     assert usage.status_code == 200
     assert tools.status_code == 200
     assert "requires approval" in tools.text
-    assert "No MCP servers are configured" in tools.text
+    assert "No MCP servers are configured" in servers.text
     assert "No configured provider receives tool schemas" in tools.text
 
 

@@ -59,7 +59,7 @@ def test_an_admin_key_signs_in_with_a_strict_httponly_cookie(ui_stack: LoopStack
 def test_pages_without_a_session_redirect_to_sign_in(ui_stack: LoopStack) -> None:
     with httpx.Client(base_url=ui_stack.gateway.url) as client:
         pages = ["/admin", "/admin/keys", "/admin/audit", "/admin/usage", "/admin/tools"]
-        for path in [*pages, "/admin/reviews"]:
+        for path in [*pages, "/admin/reviews", "/admin/servers"]:
             response = client.get(path)
             assert response.status_code == 303, path
             assert response.headers["location"] == "/admin/login"
@@ -95,11 +95,16 @@ def test_forms_without_the_session_csrf_token_are_refused(ui_stack: LoopStack) -
             client.post("/admin/calls/any/approve", data={"csrf_token": token[:-1]}),
             client.post("/admin/calls/any/reject", data={"reason": "r"}),
             client.post("/admin/reviews/1/approve", data={"csrf_token": ""}),
+            client.post("/admin/tools/get_time/policy", data={"requires_approval": "true"}),
+            client.post("/admin/tools/get_time/policy/reset", data={}),
+            client.post("/admin/servers", data={"name": "x", "transport": "sse"}),
+            client.post("/admin/servers/x", data={"transport": "sse", "csrf_token": "no"}),
+            client.post("/admin/servers/x/delete", data={}),
             client.post("/admin/logout", data={}),
         ]
         assert [r.status_code for r in forged] == [403] * len(forged)
         keys = client.get("/admin/keys").text
-    assert "<td>x</td>" not in keys
+    assert '<td data-label="Name">x</td>' not in keys
 
 
 def test_an_expired_session_sends_the_reviewer_back_to_sign_in(ui_stack: LoopStack) -> None:

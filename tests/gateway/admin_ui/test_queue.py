@@ -1,0 +1,58 @@
+"""Expired approvals in the queue: shown as expired and not approvable, also without JavaScript,
+and reported as expired (not just gone) to a page following the live feed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import orjson
+import pytest
+
+from tests.support.admin_ui import csrf_token, signed_in_client
+from tests.support.tool_loop import LoopStack, loop_stack_on
+
+from .test_pages import card_of, start_turn
+
+
+@pytest.fixture
+def expiring(database_url: str) -> Iterator[LoopStack]:
+    # Calls expire at once; the sweeper (first pass at start) is not due again during the test,
+    # so an expired call is still "awaiting approval" in the database, as between two sweeps.
+    with loop_stack_on(
+        database_url, approval_expiry_seconds=0.001, sweep_interval_seconds=3600
+    ) as stack:
+        yield stack
+
+
+def test_an_expired_call_is_shown_expired_and_cannot_be_approved(expiring: LoopStack) -> None:
+    _, call_id = start_turn(expiring, "loop")
+    with signed_in_client(expiring.gateway.url, expiring.admin_key) as client:
+        queue = client.get("/admin").text
+        card = card_of(queue, call_id)
+        assert card.startswith('<article class="card call expired"')
+        assert "Expired: the call will not run" in card
+        assert card.count(" disabled>") == 3  # approve, the reason, reject
+
+        approved = client.post(
+            f"/admin/calls/{call_id}/approve", data={"csrf_token": csrf_token(queue)}
+        )
+        assert approved.status_code == 409
+        assert "The approval expired; the call was not run." in approved.text
+        decided = client.get("/admin").text
+    assert f'id="call-{call_id}"' not in decided
+    assert '<tr class="state-expired">' in decided
+    assert "no decision in time: the call did not run" in decided
+    assert expiring.catalog.calls == [("get_time", {})]
+
+
+def test_the_live_feed_says_a_call_expired(expiring: LoopStack) -> None:
+    _, call_id = start_turn(expiring, "loop")
+    with signed_in_client(expiring.gateway.url, expiring.admin_key) as client:
+        token = csrf_token(client.get("/admin").text)
+        client.post(f"/admin/calls/{call_id}/approve", data={"csrf_token": token})
+        with client.stream("GET", "/admin/queue/events", params={"shown": call_id}) as feed:
+            lines = feed.iter_lines()
+            event = next(line for line in lines if line.startswith("event: gone"))
+            data = next(lines)
+    assert event == "event: gone"
+    assert orjson.loads(data.removeprefix("data: ")) == {"id": call_id, "state": "expired"}

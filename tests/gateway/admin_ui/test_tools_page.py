@@ -1,0 +1,114 @@
+"""The Tools page's policy forms over HTTP: CSRF, only the edited fields stored, refusals shown
+as pages (never a stack trace), all through the same audited change as the admin API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.support.admin_ui import csrf_token, signed_in_client
+from tests.support.tool_loop import LoopStack
+
+
+def admin_view(stack: LoopStack, tool: str) -> dict[str, Any]:
+    with stack.client(stack.admin_key) as admin:
+        listed = admin.get("/v1/admin/tools").json()["data"]
+    [found] = [t for t in listed if t["name"] == tool]
+    policy: dict[str, Any] = found["policy"]
+    return policy
+
+
+def policy_changes(stack: LoopStack, tool: str) -> int:
+    with stack.client(stack.admin_key) as admin:
+        audit = admin.get(
+            "/v1/admin/audit", params={"action": "tool.policy_changed", "tool": tool}
+        ).json()
+    return len(audit["data"])
+
+
+def test_policy_forms_without_the_csrf_token_change_nothing(ui_stack: LoopStack) -> None:
+    with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
+        token = csrf_token(client.get("/admin/tools").text)
+        edit = {"roles": "user, admin", "requires_approval": "true"}
+        forged = [
+            client.post("/admin/tools/admin_only/policy", data=edit),
+            client.post("/admin/tools/admin_only/policy", data={**edit, "csrf_token": token[::-1]}),
+            client.post("/admin/tools/admin_only/policy/reset", data={}),
+            client.post("/admin/tools/admin_only/enabled", data={"enabled": "false"}),
+        ]
+    assert [r.status_code for r in forged] == [403] * len(forged)
+    assert admin_view(ui_stack, "admin_only")["roles"] == ["admin"]
+    assert admin_view(ui_stack, "admin_only")["requires_approval"] is False
+    assert policy_changes(ui_stack, "admin_only") == 0
+
+
+def test_only_the_edited_fields_are_stored_and_audited(ui_stack: LoopStack) -> None:
+    with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
+        token = csrf_token(client.get("/admin/tools").text)
+        same = {"roles": "user", "requires_approval": "false", "csrf_token": token}
+        unchanged = client.post("/admin/tools/get_time/policy", data=same)
+        assert unchanged.headers["location"] == "/admin/tools?done=unchanged#tool-get_time"
+        assert policy_changes(ui_stack, "get_time") == 0
+
+        edited = client.post(
+            "/admin/tools/get_time/policy", data={**same, "requires_approval": "true"}
+        )
+        assert edited.status_code == 303
+        assert "Policy saved" in client.get(edited.headers["location"]).text
+        policy = admin_view(ui_stack, "get_time")
+        assert policy["admin_override"] == {
+            "enabled": None,
+            "roles": None,  # not edited: still the config file's
+            "requires_approval": True,
+        }
+        assert policy_changes(ui_stack, "get_time") == 1
+
+        reset = client.post("/admin/tools/get_time/policy/reset", data={"csrf_token": token})
+        assert "follows the config file again" in client.get(reset.headers["location"]).text
+    assert admin_view(ui_stack, "get_time")["requires_approval"] is False
+
+
+def test_refused_edits_are_shown_on_the_page(ui_stack: LoopStack) -> None:
+    with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
+        token = csrf_token(client.get("/admin/tools").text)
+        bad_role = client.post(
+            "/admin/tools/read_email/policy",
+            data={"roles": "user, Finance!", "requires_approval": "false", "csrf_token": token},
+        )
+        no_role = client.post(
+            "/admin/tools/read_email/policy",
+            data={"roles": " , ", "requires_approval": "false", "csrf_token": token},
+        )
+        unknown = client.post(
+            "/admin/tools/no_such_tool/policy",
+            data={"roles": "user", "requires_approval": "true", "csrf_token": token},
+        )
+        bad_value = client.post(
+            "/admin/tools/read_email/policy",
+            data={"roles": "user", "requires_approval": "sometimes", "csrf_token": token},
+        )
+    assert bad_role.status_code == 400
+    assert "Roles must be lowercase words" in bad_role.text
+    assert 'value="user, Finance!"' in bad_role.text  # the form comes back as typed
+    assert no_role.status_code == 400
+    assert unknown.status_code == 404
+    assert "<code>no_such_tool</code> does not exist" in unknown.text
+    assert bad_value.status_code == 400
+    assert "requires_approval" in bad_value.text
+    for page in (bad_role, no_role, unknown, bad_value):
+        assert page.headers["content-type"].startswith("text/html")
+        assert "Traceback" not in page.text
+    assert admin_view(ui_stack, "read_email")["roles"] == ["user"]
+    assert policy_changes(ui_stack, "read_email") == 0
+
+
+def test_other_addresses_under_admin_are_a_not_found_page(ui_stack: LoopStack) -> None:
+    with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
+        missing = client.get("/admin/no-such-page")
+        form_address = client.get("/admin/tools/get_time/policy")
+        slash = client.get("/admin/", follow_redirects=False)
+    for page in (missing, form_address):
+        assert page.status_code == 404
+        assert "There is no admin page at this address." in page.text
+        assert "Sign out" in page.text  # the navigation is there for a signed-in reader
+        assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+    assert slash.headers["location"] == "/admin"
