@@ -74,11 +74,12 @@ async def _rows(services: Services) -> list[ServerRow]:
 async def _servers_page(
     request: Request, services: Services, session: SessionInfo, rejected: Rejected | None = None
 ) -> Response:
-    allow_list = services.settings.tool_catalog.stdio_allow_list
+    catalog_settings = services.settings.tool_catalog
     context = {
         "rows": await _rows(services),
         "transports": TRANSPORTS,
-        "allowed_commands": [shlex.join(command) for command in allow_list],
+        "allowed_commands": [shlex.join(line) for line in catalog_settings.stdio_allow_list],
+        "allowed_urls": catalog_settings.http_allow_list,
         "add_form": (
             rejected.form
             if rejected and rejected.form and rejected.editing is None

@@ -20,6 +20,8 @@ from tests.support.servers import serve
 # A small SDK stdio server of the tests' own: the one command line runtime servers may run here.
 COMMAND, ARGS = crashy_stdio_command()
 ALLOWED = [COMMAND, *ARGS]
+# Nothing listens on port 9: the prefix only has to be on the list, never reached.
+ALLOWED_URL_PREFIX = "http://127.0.0.1:9/mcp"
 
 
 @dataclass
@@ -51,7 +53,11 @@ def stack(
             mcp_servers=[
                 {"name": "config-weather", "transport": "http_manifest", "url": manifest_url}
             ],
-            tool_catalog={"stdio_allow_list": [ALLOWED], "discovery_timeout": 20},
+            tool_catalog={
+                "stdio_allow_list": [ALLOWED],
+                "http_allow_list": [ALLOWED_URL_PREFIX],
+                "discovery_timeout": 20,
+            },
         ) as gateway,
     ):
         yield ServersStack(gateway, gateway.create_key("ops", ["admin"]))
@@ -145,6 +151,11 @@ REFUSALS = [
         400,
         "cannot be read",
     ),
+    (
+        {"name": "elsewhere", "transport": "streamable_http", "url": "http://127.0.0.1:9/admin"},
+        400,
+        "http_allow_list",
+    ),
     ({"name": "bad name!"}, 400, "Name must be 1-48 letters"),
     ({"name": "nourl", "transport": "sse", "url": ""}, 400, "needs <code>url</code>"),
     ({"name": "norole", "roles": ""}, 400, "Roles must be lowercase words"),
@@ -176,3 +187,10 @@ def test_changing_or_removing_what_is_not_a_runtime_server_is_refused(stack: Ser
     assert missing.status_code == 404
     assert "No runtime server named <code>ghost</code>" in missing.text
     assert stack.servers()["config-weather"]["state"] == "ready"
+
+
+def test_the_page_lists_both_allow_lists(stack: ServersStack) -> None:
+    with signed_in_client(stack.gateway.url, stack.admin_key) as client:
+        page = client.get("/admin/servers").text
+    assert f"<li><code>{shlex.join(ALLOWED)}</code></li>" in page
+    assert f"<li><code>{ALLOWED_URL_PREFIX}</code></li>" in page
