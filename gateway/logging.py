@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 import orjson
 import structlog
@@ -24,9 +24,11 @@ _SHARED: list[structlog.typing.Processor] = [
 ]
 
 
-def configure_logging(level: str) -> None:
+def configure_logging(level: str, stream: TextIO | None = None) -> None:
+    """JSON lines to ``stream`` (stdout by default)."""
+    out = stream or sys.stdout
     numeric = logging.getLevelName(level.upper())
-    handler = logging.StreamHandler(sys.stdout)
+    handler = logging.StreamHandler(out)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[*_SHARED, structlog.stdlib.add_logger_name],
@@ -49,7 +51,7 @@ def configure_logging(level: str) -> None:
             structlog.processors.JSONRenderer(serializer=orjson.dumps),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.BytesLoggerFactory(sys.stdout.buffer),
+        logger_factory=structlog.BytesLoggerFactory(out.buffer),
         cache_logger_on_first_use=True,
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-import uuid
+import secrets
 from time import perf_counter
 
 import orjson
@@ -73,7 +73,8 @@ def _request_id(scope: Scope) -> str:
             candidate: str = value.decode("latin-1")
             if _REQUEST_ID.match(candidate):
                 return candidate
-    return uuid.uuid4().hex
+    # 128 random bits as 32 hex digits, like uuid4().hex at a fraction of its cost per request.
+    return secrets.token_hex(16)
 
 
 def _finish(scope: Scope, context: RequestContext, status: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 import structlog
 from sqlalchemy import insert
@@ -15,6 +15,7 @@ from db.models import UsageRecord
 
 log = structlog.get_logger("gateway.usage")
 _MAX_PENDING = 100_000
+_SLICE = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,15 @@ class UsageEntry:
     latency_ms: int
     status_code: int
     error_type: str | None
+
+
+# Plain getattr: ``dataclasses.asdict`` deep-copies every value and was half of a flush's CPU,
+# which runs on the event loop and so shows in the latency of the requests it interrupts.
+_COLUMNS = tuple(field.name for field in fields(UsageEntry))
+
+
+def _row(entry: UsageEntry) -> dict[str, object]:
+    return {name: getattr(entry, name) for name in _COLUMNS}
 
 
 class UsageRecorder:
@@ -63,7 +73,13 @@ class UsageRecorder:
             entries, self._pending = self._pending, []
             try:
                 async with self._sessions.begin() as session:
-                    await session.execute(insert(UsageRecord), [asdict(e) for e in entries])
+                    # Core, not the ORM's bulk path, and in slices: the parameter processing runs
+                    # on the event loop, which serves requests between slices instead of stalling
+                    # for the whole batch.
+                    connection = await session.connection()
+                    for start in range(0, len(entries), _SLICE):
+                        rows = [_row(e) for e in entries[start : start + _SLICE]]
+                        await connection.execute(insert(UsageRecord), rows)
             except SQLAlchemyError as exc:
                 # Keep them for the next flush rather than lose accounting.
                 self._pending[:0] = entries

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import secrets
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -51,7 +51,7 @@ async def chat_completions(
     context.provider = config.provider  # until a deployment answers
     await services.limits.admit(principal)
     chat_request = to_chat_request(body)
-    completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+    completion_id = f"chatcmpl-{secrets.token_hex(16)}"
     if config.server_tools:
         return await _server_tools_response(services, principal, body, chat_request, completion_id)
     if not body.stream:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import openai
 import pytest
@@ -57,10 +58,11 @@ def test_usage_is_recorded_and_flushed_on_shutdown(
     assert key not in capsys.readouterr().out
 
 
-def test_one_json_log_line_per_request_without_secrets(
-    sqlite_url: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    configure_logging("info")
+def test_one_json_log_line_per_request_without_secrets(sqlite_url: str, tmp_path: Path) -> None:
+    # A file of the test's own, not capsys: loggers cached during the test keep writing to it
+    # after the test, and a file that stays open takes that harmlessly.
+    log_file = (tmp_path / "gateway.log").open("w")
+    configure_logging("info", log_file)
     fake = FakeOpenAI()
     models = [
         {"name": "mock", "provider": "mock"},
@@ -81,7 +83,9 @@ def test_one_json_log_line_per_request_without_secrets(
 
     # Every line is JSON: no library may slip a plain-text line in (httpx narrates each
     # upstream request at INFO unless told not to).
-    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    log_file.flush()
+    output = (tmp_path / "gateway.log").read_text()
+    lines = [json.loads(line) for line in output.splitlines() if line.strip()]
     requests = [line for line in lines if line.get("event") == "request"]
     assert [entry["model"] for entry in requests] == ["mock", "upstream"]
     entry = requests[0]
