@@ -52,12 +52,15 @@ def write_config(workdir: Path, mcp_url: str) -> Path:
         "command": "mcp-server-time",
         "args": ["--local-timezone", "UTC"],
         "roles": ["user"],
+        # Tool pinning is on by default: a trusted server's tools are offered without review.
+        "trusted": True,
     }
     http_server = {
         "name": SERVERS["streamable_http"],
         "transport": "streamable_http",
         "url": mcp_url,
         "roles": ["user"],
+        "trusted": True,
     }
     config = {
         "database_url": f"sqlite+aiosqlite:///{workdir}/gateway.db",
