@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, Page, ViewportSize, sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -26,6 +26,9 @@ CHROMIUM_ARGS = [
     "--disable-dev-shm-usage",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
+WAIT_MS = 10_000
 
 
 @contextmanager
@@ -47,3 +50,25 @@ def chromium() -> Iterator[Browser]:
 def screenshot_path(name: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS / f"{name}.png"
+
+
+@contextmanager
+def new_page(browser: Browser, base_url: str) -> Iterator[Page]:
+    """A page in a fresh context (no cookies carried over), desktop-sized."""
+    context = browser.new_context(base_url=base_url, viewport=DESKTOP)
+    context.set_default_timeout(WAIT_MS)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def sign_in(page: Page, key: str) -> None:
+    page.goto("/admin/login")
+    page.fill("#api_key", key)
+    page.click("button[type=submit]")
+
+
+def no_sideways_scroll(page: Page) -> bool:
+    width: int = page.evaluate("document.documentElement.scrollWidth")
+    return width <= page.viewport_size["width"] if page.viewport_size else False

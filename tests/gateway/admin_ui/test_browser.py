@@ -6,16 +6,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, ViewportSize, expect
+from playwright.sync_api import Browser, Page, expect
 
-from tests.support.browser import chromium, screenshot_path
+from tests.support.browser import (
+    DESKTOP,
+    PHONE,
+    chromium,
+    new_page,
+    screenshot_path,
+    sign_in,
+)
 from tests.support.tool_loop import LoopStack, loop_stack_on
 
 from .test_pages import start_turn
-
-DESKTOP: ViewportSize = {"width": 1280, "height": 900}
-PHONE: ViewportSize = {"width": 390, "height": 844}
-WAIT_MS = 10_000
 
 
 @pytest.fixture(scope="module")
@@ -34,18 +37,8 @@ def browser(ui_stack: LoopStack) -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser, ui_stack: LoopStack) -> Iterator[Page]:
-    context = browser.new_context(base_url=ui_stack.gateway.url, viewport=DESKTOP)
-    context.set_default_timeout(WAIT_MS)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
-
-
-def sign_in(page: Page, key: str) -> None:
-    page.goto("/admin/login")
-    page.fill("#api_key", key)
-    page.click("button[type=submit]")
+    with new_page(browser, ui_stack.gateway.url) as opened:
+        yield opened
 
 
 def test_an_admin_signs_in_and_sees_the_queue(

@@ -7,13 +7,15 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.support.browser import chromium, screenshot_path
+from tests.support.browser import (
+    DESKTOP,
+    PHONE,
+    chromium,
+    new_page,
+    screenshot_path,
+)
 from tests.support.pinned_stack import pinned_stack_on
 from tests.support.tool_loop import LoopStack
-
-from .test_browser import DESKTOP, PHONE
-
-WAIT_MS = 10_000
 
 
 @pytest.fixture(scope="module")
@@ -32,12 +34,8 @@ def browser(pinned: LoopStack) -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser, pinned: LoopStack) -> Iterator[Page]:
-    context = browser.new_context(base_url=pinned.gateway.url, viewport=DESKTOP)
-    context.set_default_timeout(WAIT_MS)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
+    with new_page(browser, pinned.gateway.url) as opened:
+        yield opened
 
 
 def offered(stack: LoopStack) -> list[str]:

@@ -10,13 +10,18 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.support.browser import chromium, screenshot_path
+from tests.support.browser import (
+    DESKTOP,
+    PHONE,
+    chromium,
+    new_page,
+    no_sideways_scroll,
+    screenshot_path,
+    sign_in,
+)
 from tests.support.gateway import RunningGateway, running_gateway
 from tests.support.mcp_servers import manifest_app
 from tests.support.servers import serve
-
-from .test_browser import DESKTOP, PHONE, WAIT_MS, sign_in
-from .test_browser_tools import no_sideways_scroll
 
 # PyPI's mcp-server-time, which the gateway ships with; the only command line allowed here.
 TIME_SERVER = "mcp-server-time --local-timezone UTC"
@@ -59,16 +64,11 @@ def browser(admin_key: str) -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser, gateway: RunningGateway, admin_key: str) -> Iterator[Page]:
-    context = browser.new_context(base_url=gateway.url, viewport=DESKTOP)
-    context.set_default_timeout(WAIT_MS)
-    try:
-        signed_in = context.new_page()
+    with new_page(browser, gateway.url) as signed_in:
         sign_in(signed_in, admin_key)
         expect(signed_in.locator(".who")).to_have_text("ops")
         signed_in.goto("/admin/servers")
         yield signed_in
-    finally:
-        context.close()
 
 
 def api_client(gateway: RunningGateway, key: str) -> httpx.Client:

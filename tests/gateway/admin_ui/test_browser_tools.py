@@ -8,10 +8,15 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.support.browser import chromium, screenshot_path
+from tests.support.browser import (
+    PHONE,
+    chromium,
+    new_page,
+    no_sideways_scroll,
+    screenshot_path,
+    sign_in,
+)
 from tests.support.tool_loop import LoopStack, loop_stack_on
-
-from .test_browser import DESKTOP, PHONE, WAIT_MS, sign_in
 
 
 @pytest.fixture(scope="module")
@@ -30,12 +35,8 @@ def browser(ui_stack: LoopStack) -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser, ui_stack: LoopStack) -> Iterator[Page]:
-    context = browser.new_context(base_url=ui_stack.gateway.url, viewport=DESKTOP)
-    context.set_default_timeout(WAIT_MS)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
+    with new_page(browser, ui_stack.gateway.url) as opened:
+        yield opened
 
 
 def listed_policy(stack: LoopStack, tool: str) -> dict[str, Any]:
@@ -101,8 +102,3 @@ def test_a_bad_role_is_shown_on_the_page_and_nothing_changes(
     page.goto("/admin/tools")
     page.screenshot(path=screenshot_path("tools-phone"), full_page=True)
     assert no_sideways_scroll(page)
-
-
-def no_sideways_scroll(page: Page) -> bool:
-    width: int = page.evaluate("document.documentElement.scrollWidth")
-    return width <= page.viewport_size["width"] if page.viewport_size else False
