@@ -48,7 +48,3 @@ class ArgumentCheck:
             problems.append(f"{where}: {error.message}" if where else error.message)
         return problems
 
-
-def argument_problems(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
-    """``ArgumentCheck(schema).problems(arguments)``, for a schema used once."""
-    return ArgumentCheck(schema).problems(arguments)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_client.validation import argument_problems
+from mcp_client.validation import ArgumentCheck
 
 SCHEMA = {
     "type": "object",
@@ -16,11 +16,11 @@ SCHEMA = {
 
 
 def test_valid_arguments_have_no_problems() -> None:
-    assert argument_problems(SCHEMA, {"city": "Oslo", "days": 3, "units": "metric"}) == []
+    assert ArgumentCheck(SCHEMA).problems({"city": "Oslo", "days": 3, "units": "metric"}) == []
 
 
 def test_each_problem_is_named() -> None:
-    problems = argument_problems(SCHEMA, {"days": 0, "units": "kelvin", "color": "red"})
+    problems = ArgumentCheck(SCHEMA).problems({"days": 0, "units": "kelvin", "color": "red"})
     assert problems == [
         "unknown argument `color`",
         "'city' is a required property",
@@ -30,6 +30,13 @@ def test_each_problem_is_named() -> None:
 
 
 def test_an_invalid_schema_is_reported_not_raised() -> None:
-    problems = argument_problems({"type": "no-such-type"}, {})
+    problems = ArgumentCheck({"type": "no-such-type"}).problems({})
     assert len(problems) == 1
     assert problems[0].startswith("the tool's schema is invalid")
+
+
+def test_one_check_serves_many_calls() -> None:
+    check = ArgumentCheck(SCHEMA)
+    assert check.problems({"city": "Oslo"}) == []
+    assert check.problems({"city": 3}) == ["city: 3 is not of type 'string'"]
+    assert check.problems({"city": "Oslo"}) == []
