@@ -38,7 +38,7 @@ import uvloop
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from bench import mcp_api
+from bench import mcp_api, targets
 from bench.report import MCPRow, TurnRow, mcp_table, turns_table
 from bench.stats import percentile
 from mcp_client import CatalogSettings, MCPServerConfig, MCPToolCatalog
@@ -49,7 +49,6 @@ ARGUMENTS: dict[str, Any] = {"timezone": "UTC"}
 SERVER_ARGS = ["--local-timezone", "UTC"]
 CALL_TIMEOUT = 10.0  # seconds; a call that takes this long means something is broken
 BLOCK_TIMEOUT = 120.0
-ROOT = Path(__file__).resolve().parent.parent
 
 Call = Callable[[], Awaitable[bool]]  # one tool call; True when the tool answered without error
 Opener = Callable[[], AbstractAsyncContextManager[Any]]
@@ -217,17 +216,12 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float =
 def http_server(port: int) -> Iterator[tuple[str, int]]:
     """The time server over streamable HTTP in its own process; yields its URL and pid."""
     command = [sys.executable, "-m", "bench.mcp_server", "--port", str(port)]
-    process = subprocess.Popen(command, cwd=ROOT)
+    process = subprocess.Popen(command, cwd=targets.ROOT)
     try:
         _wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/mcp", process.pid
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        targets.stop(process)
 
 
 # --- running it -----------------------------------------------------------------------------------
