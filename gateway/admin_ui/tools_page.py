@@ -65,10 +65,8 @@ async def _changed(
     try:
         await change_policy(services, name, changes, session.key_id)
     except GatewayError as exc:
-        # Which tool is wrong matters when a message does not name it (e.g. a bad role).
-        named = f"`{name}`" in exc.message
-        message = exc.message if named else f"`{name}`: {exc.message}"
-        refused = Refused(name, message, exc.status_code, **(posted or {}))
+        # Which tool was refused, since not every message names it (e.g. a bad role).
+        refused = Refused(name, f"`{name}`: {exc.message}", exc.status_code, **(posted or {}))
         return _tools_page(request, services, session, refused)
     done = "reset" if changes and all(v is None for v in changes.values()) else "saved"
     return RedirectResponse(f"/admin/tools?done={done}#tool-{name}", status_code=303)
