@@ -47,4 +47,3 @@ class ArgumentCheck:
             where = "/".join(str(part) for part in error.path)
             problems.append(f"{where}: {error.message}" if where else error.message)
         return problems
-
