@@ -1,9 +1,8 @@
 """What the gateway reads from OpenAI Chat Completions replies, validated in one pass.
 
-The SDK still sends the request, maps HTTP errors and decodes the SSE stream; only its response
-models are skipped. It builds those field by field in Python, which was a fifth of a streamed
-request's CPU (docs/performance.md); these few fields are validated by pydantic-core instead,
-straight from the body's bytes for whole replies.
+Only these few fields are read, validated by pydantic-core straight from the bytes of a whole
+reply or of one stream event. The SDK's response models, built field by field in Python, were a
+fifth of a streamed request's CPU (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -53,9 +52,24 @@ class WireUsage(_Wire):
     completion_tokens: int | None = None
 
 
+class WireError(_Wire):
+    message: str | None = None
+
+
 class WireReply(_Wire):
-    """A whole ``chat.completion`` or one ``chat.completion.chunk``."""
+    """A whole ``chat.completion``, one ``chat.completion.chunk``, or an error event."""
 
     model: str | None = None
     choices: list[WireChoice] = []
     usage: WireUsage | None = None
+    # A server that fails mid-stream sends ``{"error": {...}}`` as an event's data.
+    error: WireError | str | None = None
+
+    @property
+    def error_message(self) -> str | None:
+        """The error event's message; None when this is not an error event."""
+        if not self.error:
+            return None
+        if isinstance(self.error, str):
+            return self.error
+        return self.error.message or "an error occurred during streaming"

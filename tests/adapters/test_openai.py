@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
+import openai
 import pytest
 
 from adapters.openai import OpenAIAdapter
 from llm_service.config import ModelConfig
-from llm_service.errors import UpstreamConnectionError, UpstreamTimeout
+from llm_service.errors import (
+    UpstreamConnectionError,
+    UpstreamQuotaExceeded,
+    UpstreamServerError,
+    UpstreamTimeout,
+)
 from llm_service.types import ChatRequest, StreamDone, TextDelta, UserMessage
-from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI, FakeReply, FakeToolCall
 from tests.support.servers import serve
 
 REQUEST = ChatRequest(messages=(UserMessage("ping"),))
+USER: Any = {"role": "user", "content": "ping"}
 
 
 def _adapter(base_url: str, read_timeout: float = 5.0) -> OpenAIAdapter:
@@ -29,10 +39,22 @@ def _adapter(base_url: str, read_timeout: float = 5.0) -> OpenAIAdapter:
     return OpenAIAdapter(config, api_key="sk-test")
 
 
+@dataclass
+class FakeServer:
+    fake: FakeOpenAI
+    url: str
+
+
 @pytest.fixture
-def fake() -> Iterator[str]:
-    with serve(FakeOpenAI().app()) as url:
-        yield f"{url}/v1"
+def fake_server() -> Iterator[FakeServer]:
+    fake = FakeOpenAI()
+    with serve(fake.app()) as url:
+        yield FakeServer(fake, f"{url}/v1")
+
+
+@pytest.fixture
+def fake(fake_server: FakeServer) -> str:
+    return fake_server.url
 
 
 async def test_requests_reuse_one_client_whole_and_streamed(fake: str) -> None:
@@ -71,3 +93,98 @@ async def test_silent_upstream_is_a_timeout() -> None:
                 await adapter.complete(REQUEST)
         finally:
             await adapter.aclose()
+
+
+async def test_the_official_sdk_and_the_adapter_read_the_fake_alike() -> None:
+    """The fake speaks the wire as the SDK expects it, and the adapter reads what the SDK reads."""
+    fake = FakeOpenAI()
+    call = FakeToolCall("lookup", {"city": "Oslo"}, id="call_1")
+    with serve(fake.app()) as url:
+        sdk = openai.AsyncOpenAI(api_key="sk-test", base_url=f"{url}/v1", max_retries=0)
+        adapter = _adapter(f"{url}/v1")
+        try:
+            fake.queue(FakeReply(text="plain words"), FakeReply(text="plain words"))
+            by_sdk = await sdk.chat.completions.create(model="gpt", messages=[USER])
+            ours = await adapter.complete(REQUEST)
+            fake.queue(FakeReply(tool_calls=[call]), FakeReply(tool_calls=[call]))
+            chunks = await sdk.chat.completions.create(model="gpt", messages=[USER], stream=True)
+            sdk_calls: dict[int, dict[str, str]] = {}
+            async for chunk in chunks:
+                for choice in chunk.choices:
+                    for delta in choice.delta.tool_calls or ():
+                        entry = sdk_calls.setdefault(
+                            delta.index, dict.fromkeys(("id", "name", "args"), "")
+                        )
+                        entry["id"] += delta.id or ""
+                        if delta.function is not None:
+                            entry["name"] += delta.function.name or ""
+                            entry["args"] += delta.function.arguments or ""
+            events = [event async for event in adapter.stream(REQUEST)]
+        finally:
+            await adapter.aclose()
+            await sdk.close()
+
+    assert ours.message.content == by_sdk.choices[0].message.content == "plain words"
+    assert by_sdk.usage is not None
+    assert (ours.usage.prompt_tokens, ours.usage.completion_tokens) == (
+        by_sdk.usage.prompt_tokens,
+        by_sdk.usage.completion_tokens,
+    )
+    done = events[-1]
+    assert isinstance(done, StreamDone)
+    [ours_call] = done.response.message.tool_calls
+    assert sdk_calls == {0: {"id": "call_1", "name": "lookup", "args": '{"city": "Oslo"}'}}
+    assert (ours_call.id, ours_call.name, ours_call.arguments) == (
+        "call_1",
+        "lookup",
+        {"city": "Oslo"},
+    )
+
+
+async def test_the_key_and_body_go_upstream_as_the_sdk_sends_them(fake_server: FakeServer) -> None:
+    adapter = _adapter(fake_server.url)
+    try:
+        await adapter.complete(REQUEST)
+    finally:
+        await adapter.aclose()
+
+    assert fake_server.fake.headers[-1]["authorization"] == "Bearer sk-test"
+    assert fake_server.fake.headers[-1]["content-type"] == "application/json"
+    assert fake_server.fake.requests[-1]["messages"] == [USER]
+
+
+async def test_an_error_event_inside_the_stream_is_a_server_error(fake_server: FakeServer) -> None:
+    fake_server.fake.queue(FakeReply(text="a b c", stream_error={"message": "overheated"}))
+    adapter = _adapter(fake_server.url)
+    try:
+        with pytest.raises(UpstreamServerError, match="overheated"):
+            [event async for event in adapter.stream(REQUEST)]
+    finally:
+        await adapter.aclose()
+
+
+async def test_a_spent_quota_is_not_a_rate_limit(fake_server: FakeServer) -> None:
+    error = {"message": "You exceeded your quota", "type": "insufficient_quota"}
+    fake_server.fake.queue(FakeReply(status=429, error={**error, "code": "insufficient_quota"}))
+    adapter = _adapter(fake_server.url)
+    try:
+        with pytest.raises(UpstreamQuotaExceeded, match="You exceeded your quota"):
+            await adapter.complete(REQUEST)
+    finally:
+        await adapter.aclose()
+
+
+async def test_a_stream_closed_early_frees_its_upstream_connection(
+    fake_server: FakeServer,
+) -> None:
+    fake_server.fake.queue(FakeReply(text="one two three four", stall_after=2))
+    adapter = _adapter(fake_server.url)
+    try:
+        events = adapter.stream(REQUEST)
+        assert isinstance(await anext(events), TextDelta)
+        await events.aclose()  # what the gateway does when its caller goes away
+
+        # Waited on in a thread: the socket closes on this loop's next turns.
+        assert await asyncio.to_thread(fake_server.fake.client_left.wait, 10)
+    finally:
+        await adapter.aclose()

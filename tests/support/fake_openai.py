@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -59,6 +60,8 @@ class FakeOpenAI:
     headers: list[dict[str, str]] = field(default_factory=list)
     # While set, every request gets this reply and the queue waits: a provider outage.
     outage: FakeReply | None = None
+    # Set when a client closed its connection while the fake held a reply back (hang, stall).
+    client_left: threading.Event = field(default_factory=threading.Event)
 
     def queue(self, *replies: FakeReply) -> None:
         self.replies.extend(replies)
@@ -79,7 +82,7 @@ class FakeOpenAI:
         self.requests.append(body)
         self.headers.append(dict(request.headers))
         reply = self.outage or (self.replies.popleft() if self.replies else _echo(body))
-        await _delay(request, reply)
+        await _delay(request, reply, self.client_left)
         if reply.garbage:
             return Response(b"<html>502 Bad Gateway</html>", 200, media_type="application/json")
         if reply.status != 200:
@@ -93,26 +96,30 @@ class FakeOpenAI:
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             chunks = _chunks(body["model"], reply, calls, finish, include_usage)
-            faulty = _faulty(request, reply, chunks)
+            faulty = _faulty(request, reply, chunks, self.client_left)
             return StreamingResponse(faulty, media_type="text/event-stream")
         return JSONResponse(_completion(body["model"], reply, calls, finish))
 
 
-async def _wait_for_disconnect(request: Request) -> None:
+async def _wait_for_disconnect(request: Request, left: threading.Event) -> None:
     # The body was read already, so the next message on the channel is the disconnect.
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
+    try:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+    finally:
+        # Also when cancelled: Starlette's own disconnect watcher may see it first and cancel.
+        left.set()
 
 
-async def _delay(request: Request, reply: FakeReply) -> None:
+async def _delay(request: Request, reply: FakeReply, left: threading.Event) -> None:
     if reply.hang:
-        await _wait_for_disconnect(request)
+        await _wait_for_disconnect(request, left)
     elif reply.first_byte_delay:
         await asyncio.sleep(reply.first_byte_delay)
 
 
 async def _faulty(
-    request: Request, reply: FakeReply, chunks: AsyncIterator[str]
+    request: Request, reply: FakeReply, chunks: AsyncIterator[str], left: threading.Event
 ) -> AsyncIterator[str]:
     """The stream, cut, stalled or interrupted by an error event as the reply asks."""
     sent = 0
@@ -120,7 +127,7 @@ async def _faulty(
         if reply.truncate_after is not None and sent >= reply.truncate_after:
             return
         if reply.stall_after is not None and sent >= reply.stall_after:
-            await _wait_for_disconnect(request)
+            await _wait_for_disconnect(request, left)
             return
         if reply.stream_error is not None and sent == reply.error_after:
             yield f"data: {json.dumps({'error': reply.stream_error})}\n\n"
