@@ -8,13 +8,14 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from chat_service.errors import ConversationNotFound
 from chat_service.events import TurnEvent
 from chat_service.store import ConversationInfo
 from gateway import sse
 from gateway.auth import CurrentPrincipal, ServicesDep, authorize_model
+from gateway.event_stream import EventStreamResponse
 from gateway.keys import Principal
 from gateway.responses import json_response
 from gateway.services import Services
@@ -78,9 +79,7 @@ async def send_message(
     first = await anext(turn)
     watched = services.background.relay(_prepend(first, turn))
     if body.stream:
-        return StreamingResponse(
-            sse.encode_all(watched), media_type="text/event-stream", headers=sse.SSE_HEADERS
-        )
+        return EventStreamResponse(sse.encode_all(watched))
     return json_response(await _summarize(conversation_id, watched))
 
 
@@ -142,11 +141,7 @@ async def follow_events(
 ) -> Response:
     """Durable events after ``after``, until the current turn completes or fails."""
     await _owned(services, principal, conversation_id)
-    return StreamingResponse(
-        _follow(services, conversation_id, after),
-        media_type="text/event-stream",
-        headers=sse.SSE_HEADERS,
-    )
+    return EventStreamResponse(_follow(services, conversation_id, after))
 
 
 async def _follow(services: Services, conversation_id: str, after: int) -> AsyncIterator[bytes]:

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 import orjson
 from fastapi import APIRouter, Form, Request
-from starlette.responses import RedirectResponse, Response, StreamingResponse
+from starlette.responses import RedirectResponse, Response
 
 from chat_service.errors import DecisionConflict, SelfApprovalForbidden, ToolCallNotFound
 from chat_service.tool_calls import CallState
@@ -18,9 +18,9 @@ from gateway.admin_ui.rendering import render, render_fragment
 from gateway.admin_ui.security import SecuredRoute, SignedIn, check_csrf
 from gateway.admin_ui.sessions import SessionInfo
 from gateway.auth import ServicesDep
+from gateway.event_stream import EventStreamResponse
 from gateway.services import Services
 from gateway.shutdown import Drain
-from gateway.sse import SSE_HEADERS
 
 router = APIRouter(prefix="/admin", route_class=SecuredRoute, include_in_schema=False)
 
@@ -116,8 +116,4 @@ async def queue_events(
     """Server-sent events: ``call`` (a new held call, as its rendered card), ``gone`` (decided
     or expired anywhere, with the call's new state), ``session-expired``. Cards already on the
     page come as ``shown``."""
-    return StreamingResponse(
-        _queue_feed(request, services, session),
-        media_type="text/event-stream",
-        headers=SSE_HEADERS,
-    )
+    return EventStreamResponse(_queue_feed(request, services, session))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from fastapi import APIRouter, Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from gateway import sse
 from gateway.anthropic_api.convert import message_json, to_chat_request
@@ -14,6 +14,7 @@ from gateway.anthropic_api.schemas import MessagesRequest
 from gateway.anthropic_api.stream import anthropic_sse
 from gateway.auth import CurrentPrincipal, ServicesDep, authorize_model
 from gateway.context import RequestContext, request_context
+from gateway.event_stream import EventStreamResponse
 from gateway.responses import json_response
 from gateway.served import served_headers
 from llm_service.errors import GatewayError
@@ -59,10 +60,9 @@ async def create_message(
         on_done=lambda done: _record_done(context, done),
         on_error=lambda exc: _record_error(context, exc),
     )
-    return StreamingResponse(
+    return EventStreamResponse(
         services.limits.charge_after(events, principal, routed.served.alias, context),
-        media_type="text/event-stream",
-        headers={**sse.SSE_HEADERS, **served_headers(routed.served)},
+        headers=served_headers(routed.served),
     )
 
 

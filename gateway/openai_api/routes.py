@@ -7,11 +7,12 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from fastapi import APIRouter, Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from gateway import sse
 from gateway.auth import CurrentPrincipal, ServicesDep, authorize_model
 from gateway.context import RequestContext, request_context
+from gateway.event_stream import EventStreamResponse
 from gateway.keys import Principal
 from gateway.openai_api.convert import completion_json, to_chat_request
 from gateway.openai_api.schemas import ChatCompletionRequest
@@ -75,10 +76,9 @@ async def chat_completions(
         on_done=lambda done: _record_done(context, done),
         on_error=lambda exc: _record_error(context, exc),
     )
-    return StreamingResponse(
+    return EventStreamResponse(
         services.limits.charge_after(sse_body, principal, routed.served.alias, context),
-        media_type="text/event-stream",
-        headers={**sse.SSE_HEADERS, **served_headers(routed.served)},
+        headers=served_headers(routed.served),
     )
 
 
@@ -101,7 +101,7 @@ async def _server_tools_response(
         yield StreamDone(answer)
 
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
-    return StreamingResponse(
+    return EventStreamResponse(
         openai_sse(
             TextDelta(outcome.content),
             replay(),
@@ -110,8 +110,7 @@ async def _server_tools_response(
             on_done=lambda done: None,
             on_error=lambda exc: None,
         ),
-        media_type="text/event-stream",
-        headers={**sse.SSE_HEADERS, **headers},
+        headers=headers,
     )
 
 

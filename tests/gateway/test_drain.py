@@ -52,4 +52,4 @@ async def test_an_idle_process_drains_at_once() -> None:
     drain = Drain(drain_seconds=60)
     await asyncio.wait_for(drain.run(), 5)  # would time out if it waited the drain time
     assert drain.draining
-    assert not drain.expired.is_set()
+    assert not drain.expired

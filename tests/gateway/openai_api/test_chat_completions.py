@@ -68,6 +68,22 @@ def test_streamed_answer_ends_with_usage_and_done(stack: Stack, fresh_fake: Fake
     assert chunks[-1].usage.completion_tokens == 4
 
 
+def test_a_caller_who_leaves_mid_stream_frees_the_upstream(
+    stack: Stack, fresh_fake: FakeOpenAI
+) -> None:
+    fresh_fake.client_left.clear()
+    fresh_fake.queue(FakeReply(text="one two three four", stall_after=3))
+
+    chunks = client(stack).chat.completions.create(
+        model="gpt", messages=[{"role": "user", "content": "Hi"}], stream=True
+    )
+    first = next(iter(chunks))
+    chunks.close()  # the caller goes away while the upstream still holds its stream open
+
+    assert first.choices[0].delta.role == "assistant"
+    assert fresh_fake.client_left.wait(10), "the gateway kept the upstream stream open"
+
+
 def test_stream_without_include_usage_sends_no_usage_chunk(
     stack: Stack, fresh_fake: FakeOpenAI
 ) -> None:
