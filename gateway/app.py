@@ -12,6 +12,7 @@ from gateway.admin_api import admin_router
 from gateway.admin_ui.routes import admin_ui_router
 from gateway.anthropic_api import routes as anthropic_routes
 from gateway.errors import install_error_handlers
+from gateway.hot_routes import HotRoutes, documented_routes
 from gateway.input_guard import JsonGuardMiddleware
 from gateway.metrics import GatewayMetrics, metrics_endpoint
 from gateway.middleware import BodySizeLimitMiddleware, RequestContextMiddleware
@@ -62,6 +63,8 @@ def create_app(
     metrics.in_flight.set_function(lambda: drain.in_flight)
     metrics.draining.set_function(lambda: float(drain.draining))
     app.add_route("/metrics", metrics_endpoint, include_in_schema=False)
+    # Innermost of the gateway's middlewares: hot routes pass every check the others make.
+    app.add_middleware(HotRoutes, routes=documented_routes(app, openai_routes.HOT_ROUTES))
     app.add_middleware(
         JsonGuardMiddleware,
         max_depth=settings.max_json_depth,

@@ -6,7 +6,7 @@ The body has the OpenAI shape unless the matched route belongs to an API with it
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ from gateway.context import request_context
 from llm_service.errors import GatewayError
 
 log = structlog.get_logger("gateway.errors")
+ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
 
 
 class AuthenticationFailed(GatewayError):
@@ -77,12 +78,12 @@ class ErrorShapedRoute(APIRoute):
         return _openai_body(error)
 
 
-def _flat_routes(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
+def flat_routes(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
     # FastAPI wraps included routers; their own routes carry the full paths.
     for route in routes:
         included = getattr(route, "original_router", None)
         if included is not None:
-            yield from _flat_routes(included.routes)
+            yield from flat_routes(included.routes)
         else:
             yield route
 
@@ -96,7 +97,7 @@ def shaped_error_body(scope: Scope, error: ErrorInfo) -> dict[str, Any]:
     route = scope.get("route")
     if route is None:
         app = scope.get("app")
-        for candidate in _flat_routes(getattr(getattr(app, "router", None), "routes", ())):
+        for candidate in flat_routes(getattr(getattr(app, "router", None), "routes", ())):
             if candidate.matches(scope)[0] == Match.FULL:
                 route = candidate
                 break
@@ -153,8 +154,22 @@ async def _unexpected_error(request: Request, exc: Exception) -> Response:
     return _shaped_response(request, ErrorInfo(500, message, "api_error"))
 
 
+_HANDLERS: tuple[tuple[type[Exception], ExceptionHandler], ...] = (
+    (GatewayError, _gateway_error),
+    (RequestValidationError, _validation_error),
+    (HTTPException, _http_error),
+    (Exception, _unexpected_error),
+)
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(GatewayError, _gateway_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(HTTPException, _http_error)
-    app.add_exception_handler(Exception, _unexpected_error)
+    for error_class, handler in _HANDLERS:
+        app.add_exception_handler(error_class, handler)
+
+
+async def handle_error(request: Request, exc: Exception) -> Response:
+    """The response FastAPI's handlers give ``exc``, for routes served outside its router."""
+    for error_class, handler in _HANDLERS:
+        if isinstance(exc, error_class):
+            return await handler(request, exc)
+    raise AssertionError("unreachable: the last handler takes every Exception")

@@ -95,7 +95,7 @@ class JsonGuardMiddleware:
         self.max_messages = max_messages
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _is_json_write(scope):
+        if scope["type"] != "http" or not guards_body(scope):
             await self.app(scope, receive, send)
             return
         body = await _read_body(receive)
@@ -108,13 +108,17 @@ class JsonGuardMiddleware:
         await self.app(scope, _replay(body, receive), send)
 
 
-def _is_json_write(scope: Scope) -> bool:
+def guards_body(scope: Scope) -> bool:
+    """Whether this request's body is checked here: writes sent as JSON or without a type.
+
+    A route that parses a body itself must parse no other (``gateway.json_body``).
+    """
     if scope["method"] not in _GUARDED_METHODS:
         return False
     for name, value in scope["headers"]:
         if name == b"content-type":
             return b"json" in value.lower()
-    return True  # FastAPI parses a body without a content type as JSON
+    return True
 
 
 async def _read_body(receive: Receive) -> bytes:

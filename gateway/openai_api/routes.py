@@ -10,9 +10,10 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from gateway import sse
-from gateway.auth import CurrentPrincipal, ServicesDep, authorize_model
+from gateway.auth import CurrentPrincipal, ServicesDep, authenticate, authorize_model
 from gateway.context import RequestContext, request_context
 from gateway.event_stream import EventStreamResponse
+from gateway.json_body import json_body
 from gateway.keys import Principal
 from gateway.openai_api.convert import completion_json, to_chat_request
 from gateway.openai_api.schemas import ChatCompletionRequest
@@ -20,7 +21,7 @@ from gateway.openai_api.stream import ChunkWriter, openai_sse
 from gateway.responses import json_response
 from gateway.served import served_headers
 from gateway.server_tools import run_server_tools
-from gateway.services import Services
+from gateway.services import Services, get_services
 from llm_service.errors import GatewayError, ModelNotFound
 from llm_service.registry import role_allows
 from llm_service.types import (
@@ -39,13 +40,12 @@ CHAT_RESPONSES = sse.stream_responses(
 )
 
 
-@router.post("/chat/completions", response_model=None, responses=CHAT_RESPONSES)
-async def chat_completions(
-    body: ChatCompletionRequest,
-    request: Request,
-    principal: CurrentPrincipal,
-    services: ServicesDep,
-) -> Response:
+async def chat_completions(request: Request) -> Response:
+    """``POST /v1/chat/completions``, served as a hot route (``gateway.hot_routes``): it reads its
+    key and body itself, without FastAPI's dependency solving and body parsing."""
+    services = await get_services(request)
+    principal = await authenticate(request, services)
+    body = await json_body(request, ChatCompletionRequest)
     context = request_context(request)
     context.model = body.model
     config = authorize_model(services, principal, body.model)
@@ -80,6 +80,17 @@ async def chat_completions(
         services.limits.charge_after(sse_body, principal, routed.served.alias, context),
         headers=served_headers(routed.served),
     )
+
+
+@router.post(
+    "/chat/completions", name="chat_completions", response_model=None, responses=CHAT_RESPONSES
+)
+async def chat_completions_declared(body: ChatCompletionRequest) -> Response:
+    """Declares the route and its body for OpenAPI; ``chat_completions`` serves every request."""
+    raise AssertionError("POST /v1/chat/completions is a hot route: chat_completions serves it")
+
+
+HOT_ROUTES = {("POST", "/v1/chat/completions"): chat_completions}
 
 
 async def _server_tools_response(

@@ -101,3 +101,19 @@ def test_a_good_request_still_works(gateway: tuple[RunningGateway, str]) -> None
 
     assert response.status_code == 200
     assert response.json()["choices"][0]["message"]["content"] == "Echo: hi"
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded"])
+def test_a_body_not_sent_as_json_is_refused_unread(
+    gateway: tuple[RunningGateway, str], content_type: str
+) -> None:
+    """The guard checks JSON bodies only, so nothing else may be parsed as JSON behind it."""
+    running, key = gateway
+    response = httpx.post(
+        f"{running.v1}/chat/completions",
+        content=b'{"model": "mock", "model": "x", "messages": [{"role": "user", "content": "hi"}]}',
+        headers={"authorization": f"Bearer {key}", "content-type": content_type},
+    )
+
+    assert response.status_code == 400
+    assert "Content-Type: application/json" in response.json()["error"]["message"]

@@ -113,3 +113,13 @@ def test_health_and_readiness(stack: Stack) -> None:
     assert body["models"]["keyless"]["available"] is False
     assert "NOT_SET_ANYWHERE" in body["models"]["keyless"]["reason"]
     assert body["models"]["mock"]["available"] is True
+
+
+def test_the_openapi_schema_documents_the_chat_body_once(stack: Stack) -> None:
+    schema = httpx.get(f"{stack.gateway.url}/openapi.json").json()
+    operation = schema["paths"]["/v1/chat/completions"]
+    body = operation["post"]["requestBody"]["content"]["application/json"]["schema"]
+
+    assert list(operation) == ["post"]
+    assert body == {"$ref": "#/components/schemas/ChatCompletionRequest"}
+    assert "messages" in schema["components"]["schemas"]["ChatCompletionRequest"]["required"]

@@ -1,0 +1,61 @@
+"""Routes served at the edge of the ASGI stack, past FastAPI's router.
+
+FastAPI's router, request wrapper and dependency solver cost about 55 us a request even for a
+handler that takes nothing but the Request (docs/performance.md); on ``/v1/chat/completions``
+that was a tenth of what the gateway adds before a streamed answer's first byte. A hot route is
+called from the innermost of the gateway's middlewares, so the request id, drain, size limit and
+JSON guard all still apply; its failures get the responses FastAPI's exception handlers give,
+and its OpenAPI entry is the FastAPI route declared for the same method and path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+
+from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from gateway.errors import flat_routes, handle_error
+
+Handler = Callable[[Request], Awaitable[Response]]
+MethodAndPath = tuple[str, str]
+
+
+class HotRoutes:
+    def __init__(
+        self, app: ASGIApp, routes: Mapping[MethodAndPath, tuple[Handler, BaseRoute]]
+    ) -> None:
+        self.app = app
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        hot = self.routes.get((scope["method"], scope["path"])) if scope["type"] == "http" else None
+        if hot is None:
+            await self.app(scope, receive, send)
+            return
+        handler, scope["route"] = hot  # the route names metrics and shapes errors, as FastAPI's
+        request = Request(scope, receive)
+        try:
+            response = await handler(request)
+        except Exception as exc:
+            response = await handle_error(request, exc)
+        await response(scope, receive, send)
+
+
+def documented_routes(
+    app: FastAPI, handlers: Mapping[MethodAndPath, Handler]
+) -> dict[MethodAndPath, tuple[Handler, BaseRoute]]:
+    """Each handler with the FastAPI route that documents its method and path."""
+    found: dict[MethodAndPath, tuple[Handler, BaseRoute]] = {}
+    for (method, path), handler in handlers.items():
+        scope = {"type": "http", "method": method, "path": path, "root_path": ""}
+        for route in flat_routes(app.router.routes):
+            if route.matches(scope)[0] == Match.FULL:
+                found[(method, path)] = (handler, route)
+                break
+        else:
+            raise LookupError(f"no FastAPI route documents {method} {path}")
+    return found
