@@ -16,6 +16,7 @@ from chat_service.policy import denial_reason
 from chat_service.store import ConversationInfo
 from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView
 from db.base import utcnow
+from llm_service.spans import span
 from llm_service.types import ToolCall, ToolResultMessage
 from mcp_client.types import ToolCatalog, ToolResult
 
@@ -139,10 +140,10 @@ class ToolExecutor:
         try:
             # The catalog enforces the timeout with protocol cancellation; this is the backstop.
             async with asyncio.timeout(timeout + 5):
-                with self._tracer.start_as_current_span(f"tool {call.tool_name}") as span:
-                    span.set_attribute("gateway.tool_call_id", call.id)
+                with span(self._tracer, f"tool {call.tool_name}") as current:
+                    current.set_attribute("gateway.tool_call_id", call.id)
                     result = await self._catalog.call_tool(call.tool_name, call.arguments, timeout)
-                    span.set_attribute("gateway.tool_error", result.is_error)
+                    current.set_attribute("gateway.tool_error", result.is_error)
         except TimeoutError:
             result, state = (
                 ToolResult(f"Tool timed out after {timeout:g}s.", True),

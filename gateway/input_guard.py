@@ -18,6 +18,7 @@ from gateway.context import RequestContext
 from gateway.errors import ErrorInfo, shaped_error_body
 
 _INT_RANGE = range(-(2**63), 2**64)
+_NUL_ESCAPE = b"\\u0000"
 _GUARDED_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
@@ -43,7 +44,11 @@ def check_json_body(body: bytes, *, max_depth: int, max_messages: int) -> None:
         document = orjson.loads(body)  # bounded depth: cannot exhaust the stack
     except orjson.JSONDecodeError:
         raise _bad("The request body is not valid JSON.") from None
-    _walk(document, max_depth)
+    _check_depth(document, max_depth)
+    # Raw control characters are invalid JSON (the parse above refused them), so the escape is
+    # the only way a body can hold a NUL: most bodies need no search for one.
+    if _NUL_ESCAPE in body:
+        _check_no_nul(document)
     json.loads(
         text, object_pairs_hook=_no_duplicate_keys, parse_int=_bounded_int, parse_constant=_const
     )
@@ -54,17 +59,27 @@ def check_json_body(body: bytes, *, max_depth: int, max_messages: int) -> None:
         )
 
 
-def _walk(document: Any, max_depth: int) -> None:
-    pending: list[tuple[Any, int]] = [(document, 1)]
+def _check_depth(document: Any, max_depth: int) -> None:
+    pending: list[tuple[dict[str, Any] | list[Any], int]] = []
+    if isinstance(document, dict | list):
+        pending.append((document, 1))
     while pending:
-        value, depth = pending.pop()
-        if isinstance(value, dict | list) and depth > max_depth:
+        container, depth = pending.pop()
+        if depth > max_depth:
             raise _bad(f"The request body nests deeper than {max_depth} levels.", "too_deep")
+        items = container.values() if isinstance(container, dict) else container
+        pending.extend((item, depth + 1) for item in items if isinstance(item, dict | list))
+
+
+def _check_no_nul(document: Any) -> None:
+    pending: list[Any] = [document]
+    while pending:
+        value = pending.pop()
         if isinstance(value, dict):
-            pending.extend((key, depth) for key in value)
-            pending.extend((item, depth + 1) for item in value.values())
+            pending.extend(value)
+            pending.extend(value.values())
         elif isinstance(value, list):
-            pending.extend((item, depth + 1) for item in value)
+            pending.extend(value)
         elif isinstance(value, str) and "\x00" in value:
             raise _bad("The request body contains a NUL character.", "nul_character")
 

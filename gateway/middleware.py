@@ -15,6 +15,7 @@ from gateway.context import RequestContext
 from gateway.errors import ErrorInfo, shaped_error_body
 from gateway.metrics import GatewayMetrics
 from gateway.usage import UsageEntry
+from llm_service.spans import span
 
 log = structlog.get_logger("gateway.access")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
@@ -45,12 +46,12 @@ class RequestContextMiddleware:
                 message["headers"] = headers
             await send(message)
 
-        with self.tracer.start_as_current_span(scope["method"]) as span:
+        with span(self.tracer, scope["method"]) as current:
             try:
                 await self.app(scope, receive, send_with_id)
             finally:
                 _finish(scope, context, status)
-                _annotate(span, scope, context, status)
+                _annotate(current, scope, context, status)
                 if self.metrics is not None:
                     _observe(self.metrics, scope, context, status)
 

@@ -54,6 +54,8 @@ class Balancer:
                 "they are out of rotation for a cooldown."
             )
         fresh = [u for u in healthy if u.deployment.id not in avoid] or healthy
+        if len(fresh) == 1:  # most aliases have one deployment
+            return fresh[0]
         lightest = min(u.load for u in fresh)
         tied = [u for u in fresh if u.load == lightest]
         weights = [u.deployment.weight for u in tied]

@@ -30,6 +30,7 @@ from llm_service.errors import (
 )
 from llm_service.registry import ModelRegistry
 from llm_service.retry import Timing, backoff_seconds, is_retryable
+from llm_service.spans import span
 from llm_service.stream_guard import guarded_stream
 from llm_service.types import ChatRequest, ChatResponse, StreamDone, StreamEvent
 
@@ -97,9 +98,9 @@ class Router:
             upstream.breaker.record_success()
             return response, _served(upstream)
 
-        with self._tracer.start_as_current_span(f"chat {alias}") as span:
+        with span(self._tracer, f"chat {alias}") as current:
             response, served = await self._route(alias, attempt)
-            _annotate(span, served)
+            _annotate(current, served)
             return response, served
 
     async def stream(self, alias: str, request: ChatRequest) -> RoutedStream:
@@ -138,9 +139,9 @@ class Router:
             return RoutedStream(first, rest, _served(upstream))
 
         # The span ends at the first event: what the router decides (and retries) happens by then.
-        with self._tracer.start_as_current_span(f"chat {alias} (stream)") as span:
+        with span(self._tracer, f"chat {alias} (stream)") as current:
             routed = await self._route(alias, attempt)
-            _annotate(span, routed.served)
+            _annotate(current, routed.served)
             return routed
 
     def _remaining(self, deadline: float) -> float:

@@ -24,6 +24,8 @@ LIMITS = {"max_depth": 8, "max_messages": 3}
         (b'{"model": "\\ud800"}', 400, "invalid_json"),  # a lone surrogate: not encodable
         (b'{"model": "a\\u0000b"}', 400, "nul_character"),
         (b'{"a\\u0000": 1}', 400, "nul_character"),
+        (b'{"m": [[{"k": ["x", "y\\u0000"]}]]}', 400, "nul_character"),
+        (b'{"m": [{"k\\u0000": null}]}', 400, "nul_character"),
         (b'{"model": "a", "model": "b"}', 400, "duplicate_key"),
         (b'{"seed": 123456789012345678901234567890}', 400, "number_too_large"),
         (b'{"temperature": 1e400}', 400, "invalid_json"),
@@ -44,6 +46,17 @@ def test_ordinary_bodies_pass() -> None:
     check_json_body(
         b'{"messages": [{"role": "user", "content": "hi \\u00e9"}], "seed": 42}', **LIMITS
     )
+
+
+def test_the_text_of_a_nul_escape_is_not_a_nul() -> None:
+    # An escaped backslash, then the letters "u0000": text about NUL, not a NUL.
+    check_json_body(b'{"content": "write \\\\u0000 for NUL"}', **LIMITS)
+
+
+def test_depth_counts_arrays_and_objects_alike() -> None:
+    check_json_body(b'{"a": ' + b"[" * 7 + b"]" * 7 + b"}", **LIMITS)  # 8 levels: allowed
+    with pytest.raises(BodyRefused):
+        check_json_body(b"[" * 5 + b'{"a": {"b": [{}]}}' + b"]" * 5, **LIMITS)  # 9 levels
 
 
 @settings(max_examples=200, deadline=None)
