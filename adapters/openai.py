@@ -46,7 +46,7 @@ class OpenAIAdapter:
         self._config = config
         # The gateway is the only retry layer; one connection pool per model, reused by every
         # request (docs/performance.md).
-        self._http = ChatCompletionsHttp(config.base_url, api_key, config.timeouts)
+        self._http = ChatCompletionsHttp(PROVIDER, config.base_url, api_key, config.timeouts)
 
     def _body(self, request: ChatRequest, names: ToolNames) -> dict[str, Any]:
         wire = for_wire(request, names, "openai")
@@ -54,7 +54,7 @@ class OpenAIAdapter:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         names = request_names(request)
-        raw = await self._http.post(self._body(request, names), PROVIDER)
+        raw = await self._http.post(self._body(request, names))
         completion = _read(raw)
         if completion.error_message is not None:
             raise UpstreamServerError(
@@ -71,7 +71,7 @@ class OpenAIAdapter:
         model = self._config.upstream_model
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
         # Closed with the stream, so a caller who goes away frees the upstream connection now.
-        async with aclosing(self._http.stream(body, PROVIDER)) as events:
+        async with aclosing(self._http.stream(body)) as events:
             async for data in events:
                 chunk = _read(data)
                 if chunk.error_message is not None:

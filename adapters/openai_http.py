@@ -40,7 +40,10 @@ _DONE = b"[DONE]"
 
 
 class ChatCompletionsHttp:
-    def __init__(self, base_url: str | None, api_key: str | None, timeouts: Timeouts) -> None:
+    def __init__(
+        self, provider: str, base_url: str | None, api_key: str | None, timeouts: Timeouts
+    ) -> None:
+        self._provider = provider
         self._url = (base_url or OPENAI_BASE_URL).rstrip("/") + "/chat/completions"
         self._headers = {
             "content-type": "application/json",
@@ -69,17 +72,18 @@ class ChatCompletionsHttp:
             self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
         return self._session
 
-    async def post(self, body: dict[str, Any], provider: str) -> bytes:
+    async def post(self, body: dict[str, Any]) -> bytes:
         """The whole reply's body."""
-        with mapped_errors(provider, streaming=False):
+        with mapped_errors(self._provider, streaming=False):
             async with self._client().post(
                 self._url, data=orjson.dumps(body), headers=self._headers
             ) as response:
-                await _raise_for_status(response, provider)
+                await _raise_for_status(response, self._provider)
                 return await response.read()
 
-    async def stream(self, body: dict[str, Any], provider: str) -> AsyncGenerator[bytes, None]:
+    async def stream(self, body: dict[str, Any]) -> AsyncGenerator[bytes, None]:
         """Each event's data up to ``[DONE]``; a JSON ``error`` event is left to the caller."""
+        provider = self._provider
         with mapped_errors(provider, streaming=False):
             response = await self._client().post(
                 self._url, data=orjson.dumps(body), headers=self._headers
@@ -106,7 +110,7 @@ class ChatCompletionsHttp:
 async def _raise_for_status(response: aiohttp.ClientResponse, provider: str) -> None:
     if response.status < 400:
         return
-    text = (await response.content.read(MAX_ERROR_BYTES)).decode("utf-8", "replace")
+    text = (await _read_at_most(response.content, MAX_ERROR_BYTES)).decode("utf-8", "replace")
     error = _error_object(text)
     message = error.get("message")
     code = error.get("code")
@@ -117,6 +121,17 @@ async def _raise_for_status(response: aiohttp.ClientResponse, provider: str) -> 
         retry_after=parse_retry_after(response.headers.get("retry-after")),
         code=code if isinstance(code, str) else None,
     )
+
+
+async def _read_at_most(content: aiohttp.StreamReader, limit: int) -> bytes:
+    """The body up to ``limit`` bytes, however many pieces it comes in (``read(n)`` returns
+    after the first)."""
+    received = bytearray()
+    async for chunk in content.iter_any():
+        received += chunk
+        if len(received) >= limit:
+            break
+    return bytes(received[:limit])
 
 
 def _error_object(text: str) -> dict[str, Any]:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import openai
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
 
 from adapters.openai import OpenAIAdapter
 from llm_service.config import ModelConfig
@@ -188,3 +192,25 @@ async def test_a_stream_closed_early_frees_its_upstream_connection(
         assert await asyncio.to_thread(fake_server.fake.client_left.wait, 10)
     finally:
         await adapter.aclose()
+
+
+async def test_an_error_body_sent_in_pieces_is_read_whole() -> None:
+    """The error's code decides quota against rate limit, so the whole body must be read."""
+    body = b'{"error": {"message": "You exceeded your quota", "code": "insufficient_quota"}}'
+
+    async def chat(request: Request) -> Response:
+        async def pieces() -> AsyncIterator[bytes]:
+            yield body[:20]
+            await asyncio.sleep(0.2)  # a slow network: the reader sees the first piece alone
+            yield body[20:]
+
+        return StreamingResponse(pieces(), 429, media_type="application/json")
+
+    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    with serve(app) as url:
+        adapter = _adapter(f"{url}/v1")
+        try:
+            with pytest.raises(UpstreamQuotaExceeded, match="You exceeded your quota"):
+                await adapter.complete(REQUEST)
+        finally:
+            await adapter.aclose()
