@@ -64,7 +64,8 @@ def create_app(
     metrics.draining.set_function(lambda: float(drain.draining))
     app.add_route("/metrics", metrics_endpoint, include_in_schema=False)
     # Innermost of the gateway's middlewares: hot routes pass every check the others make.
-    app.add_middleware(HotRoutes, routes=documented_routes(app, openai_routes.HOT_ROUTES))
+    hot_routes = {**openai_routes.HOT_ROUTES, **anthropic_routes.HOT_ROUTES}
+    app.add_middleware(HotRoutes, routes=documented_routes(app, hot_routes))
     app.add_middleware(
         JsonGuardMiddleware,
         max_depth=settings.max_json_depth,

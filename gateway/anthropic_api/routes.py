@@ -12,28 +12,25 @@ from gateway.anthropic_api.convert import message_json, to_chat_request
 from gateway.anthropic_api.errors import AnthropicRoute
 from gateway.anthropic_api.schemas import MessagesRequest
 from gateway.anthropic_api.stream import anthropic_sse
-from gateway.auth import CurrentPrincipal, ServicesDep, authorize_model
+from gateway.auth import authenticate, authorize_model
 from gateway.context import RequestContext, request_context
 from gateway.event_stream import EventStreamResponse
+from gateway.json_body import json_body
 from gateway.responses import json_response
 from gateway.served import served_headers
+from gateway.services import get_services
 from llm_service.errors import GatewayError
 from llm_service.types import StreamDone
 
 router = APIRouter(prefix="/v1", tags=["anthropic"], route_class=AnthropicRoute)
 
 
-@router.post(
-    "/messages",
-    response_model=None,
-    responses=sse.stream_responses("A message, or with `stream: true` Messages API events"),
-)
-async def create_message(
-    body: MessagesRequest,
-    request: Request,
-    principal: CurrentPrincipal,
-    services: ServicesDep,
-) -> Response:
+async def create_message(request: Request) -> Response:
+    """``POST /v1/messages``, served as a hot route (``gateway.hot_routes``), like the OpenAI
+    chat completions: it reads its key and body itself."""
+    services = await get_services(request)
+    principal = await authenticate(request, services)
+    body = await json_body(request, MessagesRequest)
     context = request_context(request)
     context.model = body.model
     context.provider = authorize_model(services, principal, body.model).provider
@@ -64,6 +61,20 @@ async def create_message(
         services.limits.charge_after(events, principal, routed.served.alias, context),
         headers=served_headers(routed.served),
     )
+
+
+@router.post(
+    "/messages",
+    name="create_message",
+    response_model=None,
+    responses=sse.stream_responses("A message, or with `stream: true` Messages API events"),
+)
+async def create_message_declared(body: MessagesRequest) -> Response:
+    """Declares the route, its body and its error shape; ``create_message`` serves every request."""
+    raise AssertionError("POST /v1/messages is a hot route: create_message serves it")
+
+
+HOT_ROUTES = {("POST", "/v1/messages"): create_message}
 
 
 def _record_done(context: RequestContext, done: StreamDone) -> None:

@@ -140,6 +140,25 @@ def test_malformed_json_is_400(stack: AnthropicStack) -> None:
     assert "JSON" in message
 
 
+def test_a_body_not_sent_as_json_is_400_in_anthropic_shape(stack: AnthropicStack) -> None:
+    response = httpx.post(
+        f"{stack.gateway.url}/v1/messages",
+        content='{"model": "mock", "max_tokens": 5, "messages": []}',
+        headers={"content-type": "text/plain", "x-api-key": stack.user_key},
+    )
+    message = assert_anthropic_error(response, 400, "invalid_request_error")
+    assert "Content-Type: application/json" in message
+
+
+def test_the_openapi_schema_documents_the_messages_body_once(stack: AnthropicStack) -> None:
+    schema = httpx.get(f"{stack.gateway.url}/openapi.json").json()
+    operation = schema["paths"]["/v1/messages"]
+
+    assert list(operation) == ["post"]
+    body = operation["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/MessagesRequest"}
+
+
 def test_other_routes_keep_the_openai_shape(stack: AnthropicStack) -> None:
     response = httpx.post(f"{stack.gateway.url}/v1/chat/completions", json={"model": "mock"})
     assert response.status_code == 401
