@@ -74,7 +74,7 @@ class ChatCompletionsHttp:
 
     async def post(self, body: dict[str, Any]) -> bytes:
         """The whole reply's body."""
-        with mapped_errors(self._provider, streaming=False):
+        with _mapped_errors(self._provider, streaming=False):
             async with self._client().post(
                 self._url, data=orjson.dumps(body), headers=self._headers
             ) as response:
@@ -84,14 +84,14 @@ class ChatCompletionsHttp:
     async def stream(self, body: dict[str, Any]) -> AsyncGenerator[bytes, None]:
         """Each event's data up to ``[DONE]``; a JSON ``error`` event is left to the caller."""
         provider = self._provider
-        with mapped_errors(provider, streaming=False):
+        with _mapped_errors(provider, streaming=False):
             response = await self._client().post(
                 self._url, data=orjson.dumps(body), headers=self._headers
             )
         async with response:
-            with mapped_errors(provider, streaming=False):
+            with _mapped_errors(provider, streaming=False):
                 await _raise_for_status(response, provider)
-            with mapped_errors(provider, streaming=True):
+            with _mapped_errors(provider, streaming=True):
                 events = sse_data(response.content.iter_any())
                 async for data in events:
                     if data.startswith(_DONE):
@@ -149,7 +149,7 @@ def _error_object(text: str) -> dict[str, Any]:
 
 
 @contextmanager
-def mapped_errors(provider: str, *, streaming: bool) -> Iterator[None]:
+def _mapped_errors(provider: str, *, streaming: bool) -> Iterator[None]:
     """aiohttp's failures as the gateway's, told apart by exception class."""
     try:
         yield
