@@ -20,6 +20,7 @@ COPY pyproject.toml uv.lock ./
 RUN uv sync --frozen --no-dev --no-install-project
 COPY gateway ./gateway
 COPY chat_service ./chat_service
+COPY governance ./governance
 COPY llm_service ./llm_service
 COPY mcp_client ./mcp_client
 COPY adapters ./adapters

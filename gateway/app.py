@@ -7,9 +7,9 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from gateway import approvals_api, conversations_api, health, tools_api
-from gateway.admin_api import admin_router
-from gateway.admin_ui.routes import admin_ui_router
+from gateway import conversations_api, health, tools_api
+from gateway.admin.api import admin_router
+from gateway.admin.ui.routes import admin_ui_router
 from gateway.anthropic_api import routes as anthropic_routes
 from gateway.errors import install_error_handlers
 from gateway.hot_routes import HotRoutes, documented_routes
@@ -51,7 +51,6 @@ def create_app(
     app.include_router(health.router)
     app.include_router(openai_routes.router)
     app.include_router(conversations_api.router)
-    app.include_router(approvals_api.router)
     app.include_router(anthropic_routes.router)
     app.include_router(tools_api.router)
     app.include_router(admin_router())

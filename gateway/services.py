@@ -11,6 +11,7 @@ from opentelemetry.trace import Tracer
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from chat_service.approvals import Approvals
+from chat_service.background import BackgroundTurns
 from chat_service.executor import ToolExecutor
 from chat_service.pinned_catalog import PinnedCatalog
 from chat_service.policy_catalog import PolicyCatalog
@@ -21,7 +22,6 @@ from chat_service.tool_pins import ToolPins
 from chat_service.tool_policies import ToolPolicies
 from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
-from gateway.background import BackgroundTurns
 from gateway.keys import KeyStore, Principal
 from gateway.limits.counters import Counters, MemoryCounters
 from gateway.limits.limiter import KeyLimiter

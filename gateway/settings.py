@@ -13,7 +13,7 @@ from chat_service.config import ToolLoopSettings
 from chat_service.pinned_catalog import PinningSettings
 from chat_service.policy_catalog import ToolPolicySettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
-from gateway.admin_ui.config import AdminUISettings
+from gateway.admin.ui.config import AdminUISettings
 from gateway.limits.config import KeyLimitsConfig
 from gateway.tracing import TracingSettings
 from llm_service.config import ModelConfig

@@ -17,10 +17,10 @@ from gateway.json_body import json_body
 from gateway.keys import Principal
 from gateway.openai_api.convert import completion_json, to_chat_request
 from gateway.openai_api.schemas import ChatCompletionRequest
+from gateway.openai_api.server_tools import run_server_tools
 from gateway.openai_api.stream import ChunkWriter, openai_sse
 from gateway.responses import json_response
 from gateway.served import served_headers
-from gateway.server_tools import run_server_tools
 from gateway.services import Services, get_services
 from llm_service.errors import GatewayError, ModelNotFound
 from llm_service.registry import role_allows

@@ -10,7 +10,7 @@ from starlette.responses import Response
 
 from chat_service.pinned_catalog import PinnedCatalog
 from chat_service.policy_catalog import PolicyCatalog
-from gateway.admin_api.keys import validate_roles
+from gateway.admin.api.keys import validate_roles
 from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.responses import json_response
 from gateway.services import Services

@@ -9,8 +9,8 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from starlette.responses import RedirectResponse, Response
 
-from gateway.admin_ui.rendering import render
-from gateway.admin_ui.security import (
+from gateway.admin.ui.rendering import render
+from gateway.admin.ui.security import (
     LOGIN_COOKIE,
     SESSION_COOKIE,
     CsrfRejected,

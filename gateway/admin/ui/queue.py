@@ -13,10 +13,10 @@ from starlette.responses import RedirectResponse, Response
 from chat_service.errors import DecisionConflict, SelfApprovalForbidden, ToolCallNotFound
 from chat_service.tool_calls import CallState
 from db.base import utcnow
-from gateway.admin_ui.cards import build_cards
-from gateway.admin_ui.rendering import render, render_fragment
-from gateway.admin_ui.security import SecuredRoute, SignedIn, check_csrf
-from gateway.admin_ui.sessions import SessionInfo
+from gateway.admin.ui.cards import build_cards
+from gateway.admin.ui.rendering import render, render_fragment
+from gateway.admin.ui.security import SecuredRoute, SignedIn, check_csrf
+from gateway.admin.ui.sessions import SessionInfo
 from gateway.auth import ServicesDep
 from gateway.event_stream import EventStreamResponse
 from gateway.services import Services

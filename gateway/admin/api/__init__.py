@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from gateway.admin_api import audit, compatibility, keys, reviews, servers, tools, usage
+from gateway.admin.api import (
+    approvals,
+    audit,
+    compatibility,
+    keys,
+    reviews,
+    servers,
+    tools,
+    usage,
+)
 
 
 def admin_router() -> APIRouter:
     router = APIRouter()
-    for module in (keys, audit, usage, compatibility, tools, servers, reviews):
+    for module in (keys, audit, usage, compatibility, tools, servers, reviews, approvals):
         router.include_router(module.router)
     return router

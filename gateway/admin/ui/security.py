@@ -11,8 +11,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.responses import RedirectResponse, Response
 
-from gateway.admin_ui.rendering import render
-from gateway.admin_ui.sessions import AdminSessions, SessionInfo
+from gateway.admin.ui.rendering import render
+from gateway.admin.ui.sessions import AdminSessions, SessionInfo
 from gateway.context import request_context
 from gateway.services import Services, get_services
 from llm_service.errors import GatewayError

@@ -13,7 +13,7 @@ from chat_service.events import TurnEvent
 from chat_service.sweeper import Sweeper
 from chat_service.turn import TurnRunner
 
-log = structlog.get_logger("gateway.background")
+log = structlog.get_logger("chat_service.background")
 _END = object()
 
 

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from db.base import utcnow
-from gateway.admin_ui.sessions import SessionInfo
+from gateway.admin.ui.sessions import SessionInfo
 
 HERE = Path(__file__).parent
 STATIC_FILES = {

@@ -6,7 +6,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.admin_ui.rendering import pretty_json
+from gateway.admin.ui.rendering import pretty_json
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.admin_api.compatibility import report
+from gateway.admin.api.compatibility import report
 from mcp_client.types import StandardizedTool, definition_hash
 from tests.support.tool_loop import LoopStack
 

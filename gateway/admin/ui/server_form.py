@@ -12,7 +12,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gateway.admin_api.keys import validate_roles
+from gateway.admin.api.keys import validate_roles
 from llm_service.errors import InvalidRequest
 from mcp_client.config import MCPServerConfig, Transport
 

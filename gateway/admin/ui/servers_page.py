@@ -11,10 +11,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Form, Request
 from starlette.responses import RedirectResponse, Response
 
-from gateway.admin_ui.rendering import render
-from gateway.admin_ui.security import SecuredRoute, SignedIn, check_csrf
-from gateway.admin_ui.server_form import TRANSPORTS, ServerForm
-from gateway.admin_ui.sessions import SessionInfo
+from gateway.admin.ui.rendering import render
+from gateway.admin.ui.security import SecuredRoute, SignedIn, check_csrf
+from gateway.admin.ui.server_form import TRANSPORTS, ServerForm
+from gateway.admin.ui.sessions import SessionInfo
 from gateway.auth import ServicesDep
 from gateway.services import Services
 from llm_service.errors import GatewayError

@@ -10,8 +10,8 @@ from starlette.responses import Response
 
 from db.engine import create_engine, session_factory
 from db.migrate import upgrade
-from gateway.admin_ui.security import SESSION_COOKIE, set_cookie
-from gateway.admin_ui.sessions import AdminSessions
+from gateway.admin.ui.security import SESSION_COOKIE, set_cookie
+from gateway.admin.ui.sessions import AdminSessions
 from gateway.keys import KeyStore
 
 

@@ -7,9 +7,9 @@ from fastapi.responses import FileResponse
 from starlette.exceptions import HTTPException
 from starlette.responses import RedirectResponse, Response
 
-from gateway.admin_ui import pages, queue, reviews, servers_page, signin, tools_page
-from gateway.admin_ui.rendering import STATIC_FILES
-from gateway.admin_ui.security import SecuredRoute, error_page
+from gateway.admin.ui import pages, queue, reviews, servers_page, signin, tools_page
+from gateway.admin.ui.rendering import STATIC_FILES
+from gateway.admin.ui.security import SecuredRoute, error_page
 
 
 async def static_file(name: str) -> FileResponse:

@@ -9,11 +9,11 @@ from fastapi import APIRouter, Form, Query, Request
 from starlette.responses import RedirectResponse, Response
 
 from db.base import utcnow
-from gateway.admin_api.audit import AuditFilter, audit_page
-from gateway.admin_api.keys import validate_roles
-from gateway.admin_api.usage import usage_rows
-from gateway.admin_ui.rendering import render
-from gateway.admin_ui.security import SecuredRoute, SignedIn, check_csrf
+from gateway.admin.api.audit import AuditFilter, audit_page
+from gateway.admin.api.keys import validate_roles
+from gateway.admin.api.usage import usage_rows
+from gateway.admin.ui.rendering import render
+from gateway.admin.ui.security import SecuredRoute, SignedIn, check_csrf
 from gateway.auth import ServicesDep
 from llm_service.errors import InvalidRequest
 

@@ -1,0 +1,1 @@
+"""Everything under ``/v1/admin`` (the JSON API) and ``/admin`` (the web UI)."""
