@@ -10,19 +10,19 @@ from chat_service.errors import DecisionConflict, SelfApprovalForbidden, ToolCal
 from chat_service.executor import result_message
 from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView
 from db.base import utcnow
-from mcp_client.types import ToolCatalog
+from governance import ToolGovernance
 
 
 class Approvals:
     def __init__(
         self,
         calls: ToolCallStore,
-        catalog: ToolCatalog,
+        tools: ToolGovernance,
         settings: ToolLoopSettings,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self._calls = calls
-        self._catalog = catalog
+        self._tools = tools
         self._settings = settings
         self._clock = clock
 
@@ -54,8 +54,12 @@ class Approvals:
     async def _approve(
         self, call: ToolCallView, approver_key_id: int, reason: str | None
     ) -> ToolCallView | None:
-        tool = self._catalog.get(call.tool_name)
-        if tool is None or tool.definition_hash != call.definition_hash:
+        tool = self._tools.tool(call.tool_name)
+        if (
+            tool is None
+            or self._tools.held_for_review(tool)
+            or tool.definition_hash != call.definition_hash
+        ):
             raise DecisionConflict(
                 "The tool's definition changed since the call was proposed; it cannot be approved."
             )

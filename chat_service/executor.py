@@ -12,13 +12,13 @@ from opentelemetry.trace import NoOpTracer, Tracer
 from chat_service import events
 from chat_service.config import ToolLoopSettings
 from chat_service.events import TurnEvent
-from chat_service.policy import denial_reason
 from chat_service.store import ConversationInfo
 from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView
 from db.base import utcnow
+from governance import ToolGovernance
 from llm_service.spans import span
 from llm_service.types import ToolCall, ToolResultMessage
-from mcp_client.types import ToolCatalog, ToolResult
+from mcp_client.types import ToolResult
 
 log = structlog.get_logger("chat_service.executor")
 
@@ -30,14 +30,14 @@ def result_message(call: ToolCallView, content: str, is_error: bool) -> ToolResu
 class ToolExecutor:
     def __init__(
         self,
-        catalog: ToolCatalog,
+        tools: ToolGovernance,
         calls: ToolCallStore,
         settings: ToolLoopSettings,
         clock: Callable[[], datetime] = utcnow,
         tracer: Tracer | None = None,
     ) -> None:
         self._tracer = tracer or NoOpTracer()
-        self._catalog = catalog
+        self._tools = tools
         self._calls = calls
         self._settings = settings
         self._clock = clock
@@ -83,8 +83,8 @@ class ToolExecutor:
     async def _decide(
         self, conversation: ConversationInfo, view: ToolCallView, call: ToolCall, over_budget: bool
     ) -> ToolCallView | None:
-        tool = self._catalog.get(call.name)
-        reason = denial_reason(tool, call, conversation.roles)
+        verdict = self._tools.may_run(call, conversation.roles)
+        tool, reason = verdict.tool, verdict.reason
         if over_budget:
             reason = "The turn's limit on tool calls is reached."
         if reason is not None or tool is None:
@@ -105,7 +105,7 @@ class ToolExecutor:
             "definition_hash": tool.definition_hash,
             "server": tool.server,
         }
-        if tool.requires_approval and not tool.auto_approved:
+        if verdict.requires_approval:
             expires_at = self._clock() + timedelta(seconds=self._settings.approval_expiry_seconds)
             return await self._calls.move(
                 view.id,
@@ -142,7 +142,7 @@ class ToolExecutor:
             async with asyncio.timeout(timeout + 5):
                 with span(self._tracer, f"tool {call.tool_name}") as current:
                     current.set_attribute("gateway.tool_call_id", call.id)
-                    result = await self._catalog.call_tool(call.tool_name, call.arguments, timeout)
+                    result = await self._tools.call_tool(call.tool_name, call.arguments, timeout)
                     current.set_attribute("gateway.tool_error", result.is_error)
         except TimeoutError:
             result, state = (

@@ -14,6 +14,7 @@ from chat_service.events import TurnEvent, TurnStatus
 from chat_service.executor import ToolExecutor
 from chat_service.store import ConversationInfo, ConversationStore, message_json
 from chat_service.tool_calls import SETTLED, CallState, ToolCallStore
+from governance import ToolGovernance
 from llm_service.errors import GatewayError
 from llm_service.router import Router
 from llm_service.types import (
@@ -27,7 +28,6 @@ from llm_service.types import (
     ToolSpec,
     UserMessage,
 )
-from mcp_client.types import ToolCatalog
 
 
 @dataclass
@@ -47,7 +47,7 @@ class TurnRunner:
         calls: ToolCallStore,
         executor: ToolExecutor,
         router: Router,
-        catalog: ToolCatalog,
+        tools: ToolGovernance,
         settings: ToolLoopSettings,
         observe: ModelCallObserver | None = None,
     ) -> None:
@@ -56,7 +56,7 @@ class TurnRunner:
         self._calls = calls
         self._executor = executor
         self._router = router
-        self._catalog = catalog
+        self._tools = tools
         self._settings = settings
 
     async def start(
@@ -179,7 +179,7 @@ class TurnRunner:
     async def _model_call(
         self, conversation: ConversationInfo, history: list[Message]
     ) -> AsyncIterator[TurnEvent | AssistantMessage]:
-        tools = self._catalog.get_tools_for_llm(conversation.roles, conversation.bundle)
+        tools = self._tools.visible_tools(conversation.roles, conversation.bundle)
         request = ChatRequest(
             messages=tuple(history),
             tools=tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools),

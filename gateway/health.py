@@ -40,7 +40,7 @@ async def readyz(request: Request, services: ServicesDep) -> Response:
                 f"database schema at {revision}, expected {SCHEMA_HEAD}: run `llm-gateway migrate`"
             )
     models = services.registry.summary()
-    tool_servers = {name: state.as_dict() for name, state in services.tools.status().items()}
+    tool_servers = {name: state.as_dict() for name, state in services.tools.server_status().items()}
     degraded = any(not m["available"] for m in models.values()) or any(
         server["state"] != "ready" for server in tool_servers.values()
     )

@@ -13,28 +13,21 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from chat_service.approvals import Approvals
 from chat_service.background import BackgroundTurns
 from chat_service.executor import ToolExecutor
-from chat_service.pinned_catalog import PinnedCatalog
-from chat_service.policy_catalog import PolicyCatalog
 from chat_service.store import ConversationInfo, ConversationStore
 from chat_service.sweeper import Sweeper
 from chat_service.tool_calls import ToolCallStore
-from chat_service.tool_pins import ToolPins
-from chat_service.tool_policies import ToolPolicies
 from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
 from gateway.keys import KeyStore, Principal
 from gateway.limits.counters import Counters, MemoryCounters
 from gateway.limits.limiter import KeyLimiter
 from gateway.metrics import GatewayMetrics
-from gateway.runtime_catalog import RuntimeServerCatalog
-from gateway.runtime_servers import RuntimeServers
-from gateway.server_rules import RuntimeServerRules
 from gateway.settings import Settings
 from gateway.usage import UsageEntry, UsageRecorder
+from governance import ToolGovernance
 from llm_service.registry import AdapterFactory, ModelRegistry
 from llm_service.router import Router
 from llm_service.types import ChatResponse
-from mcp_client.catalog import MCPToolCatalog
 from mcp_client.types import ToolCatalog
 
 log = structlog.get_logger("gateway.services")
@@ -50,15 +43,12 @@ class Services:
     usage: UsageRecorder
     router: Router
     limits: KeyLimiter
-    tools: ToolCatalog
+    tools: ToolGovernance
     conversations: ConversationStore
     tool_calls: ToolCallStore
     approvals: Approvals
     turns: TurnRunner
     background: BackgroundTurns
-    pins: ToolPins
-    policies: PolicyCatalog
-    servers: RuntimeServers
 
     @classmethod
     async def start(
@@ -85,25 +75,29 @@ class Services:
         usage.start()
         router = Router(registry, tracer=tracer)
         limits = _key_limiter(settings)
-        policies, servers = _tool_catalogs(settings, sessions, environ, tools)
-        tools = policies
-        pins = ToolPins(sessions)
-        if settings.tool_pinning.enabled:
-            tools = PinnedCatalog(tools, pins, settings.tool_pinning, servers.trusted)
+        governance = ToolGovernance.build(
+            sessions,
+            catalog_settings=settings.tool_catalog,
+            config_servers=settings.mcp_servers,
+            environ=environ,
+            pinning=settings.tool_pinning,
+            policies=settings.tool_policies,
+            tools=tools,
+        )
         # Tool servers that fail are degraded and retried in the background; start never fails.
-        await tools.start()
+        await governance.start()
         loop_settings = settings.tool_loop
         conversations = ConversationStore(sessions)
         tool_calls = ToolCallStore(
             sessions, on_move=lambda call: metrics.observe_tool_call(call.tool_name, call.state)
         )
-        approvals = Approvals(tool_calls, tools, loop_settings)
+        approvals = Approvals(tool_calls, governance, loop_settings)
         turns = TurnRunner(
             store=conversations,
             calls=tool_calls,
-            executor=ToolExecutor(tools, tool_calls, loop_settings, tracer=tracer),
+            executor=ToolExecutor(governance, tool_calls, loop_settings, tracer=tracer),
             router=router,
-            catalog=tools,
+            tools=governance,
             settings=loop_settings,
             observe=_usage_observer(usage, registry, limits),
         )
@@ -121,15 +115,12 @@ class Services:
             usage=usage,
             router=router,
             limits=limits,
-            tools=tools,
+            tools=governance,
             conversations=conversations,
             tool_calls=tool_calls,
             approvals=approvals,
             turns=turns,
             background=background,
-            pins=pins,
-            policies=policies,
-            servers=servers,
         )
 
     async def stop(self) -> None:
@@ -169,27 +160,6 @@ def _usage_observer(
         await limits.charge(requester, conversation.model, response.usage)
 
     return observe
-
-
-def _tool_catalogs(
-    settings: Settings,
-    sessions: async_sessionmaker[AsyncSession],
-    environ: Mapping[str, str],
-    tools: ToolCatalog | None,
-) -> tuple[PolicyCatalog, RuntimeServers]:
-    """The MCP catalog with the runtime servers (unless an embedding program gave ``tools``),
-    under the admins' tool policies."""
-    rules = RuntimeServerRules.from_settings(settings.tool_catalog)
-    runtime = None
-    if tools is None:
-        mcp = MCPToolCatalog.from_config(settings.mcp_servers, settings.tool_catalog, environ)
-        config_names = [server.name for server in settings.mcp_servers]
-        tools = runtime = RuntimeServerCatalog(mcp, sessions, rules, config_names)
-    servers = RuntimeServers(sessions, runtime, settings.mcp_servers, rules)
-    policies = PolicyCatalog(
-        tools, ToolPolicies(sessions), settings.tool_policies, settings.tool_catalog.bundles
-    )
-    return policies, servers
 
 
 def _key_limiter(settings: Settings) -> KeyLimiter:

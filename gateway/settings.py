@@ -10,12 +10,11 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from chat_service.config import ToolLoopSettings
-from chat_service.pinned_catalog import PinningSettings
-from chat_service.policy_catalog import ToolPolicySettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
 from gateway.admin.ui.config import AdminUISettings
 from gateway.limits.config import KeyLimitsConfig
 from gateway.tracing import TracingSettings
+from governance import PinningSettings, ToolPolicySettings
 from llm_service.config import ModelConfig
 from mcp_client.config import CatalogSettings, MCPServerConfig
 

@@ -23,7 +23,7 @@ async def list_tools(
 ) -> Response:
     if bundle is not None and bundle not in services.tools.bundle_names():
         raise InvalidRequest(f"There is no tool bundle named `{bundle}`.", param="bundle")
-    tools = services.tools.get_tools_for_llm(principal.roles, bundle)
+    tools = services.tools.visible_tools(principal.roles, bundle)
     return json_response({"object": "list", "data": [_tool_json(tool) for tool in tools]})
 
 

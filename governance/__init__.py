@@ -1,1 +1,24 @@
-"""Tool governance: which tools a principal may see and run, and why not."""
+"""Tool governance: which tools a principal may see and run, and why not.
+
+``ToolGovernance`` is the package's one door; the rest are its parts and the types it answers in.
+"""
+
+from governance.pinning import PinningSettings
+from governance.pins import PinStatus, PinView
+from governance.policies import ToolPolicy, ToolPolicySettings
+from governance.runtime_servers import ServerConflict, ServerNotFound
+from governance.tool_governance import ToolGovernance
+from governance.verdict import Denial, Verdict
+
+__all__ = [
+    "Denial",
+    "PinStatus",
+    "PinView",
+    "PinningSettings",
+    "ServerConflict",
+    "ServerNotFound",
+    "ToolGovernance",
+    "ToolPolicy",
+    "ToolPolicySettings",
+    "Verdict",
+]

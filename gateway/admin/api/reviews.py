@@ -7,11 +7,10 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query
 from starlette.responses import Response
 
-from chat_service.pinned_catalog import PinnedCatalog
-from chat_service.tool_pins import PinStatus, PinView
 from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.responses import json_response
 from gateway.services import Services
+from governance import PinStatus, PinView
 from llm_service.errors import GatewayError
 
 router = APIRouter(prefix="/v1/admin/tool-reviews", tags=["admin"])
@@ -23,22 +22,15 @@ class ReviewConflict(GatewayError):
     code = "review_conflict"
 
 
-async def refreshed(services: Services) -> None:
-    """Pins definitions discovered since the last refresh, so the list is current."""
-    if isinstance(services.tools, PinnedCatalog):
-        await services.tools.refresh()
-
-
 async def review_json(services: Services, pin: PinView) -> dict[str, Any]:
-    previous = await services.pins.previous(pin)
+    previous = await services.tools.previous_review(pin)
     return {**pin.to_json(), "previous": previous.to_json() if previous else None}
 
 
 async def decide_review(services: Services, pin_id: int, approve: bool, key_id: int) -> PinView:
-    pin = await services.pins.decide(pin_id, approve, key_id)
+    pin = await services.tools.decide_review(pin_id, approve, key_id)
     if pin is None:
         raise ReviewConflict(f"Tool review {pin_id} does not exist or is already decided.")
-    await refreshed(services)
     return pin
 
 
@@ -48,8 +40,7 @@ async def list_reviews(
     services: ServicesDep,
     status: Literal["pending_review", "approved", "rejected"] = Query("pending_review"),
 ) -> Response:
-    await refreshed(services)
-    pins = await services.pins.in_status(PinStatus(status))
+    pins = await services.tools.reviews(PinStatus(status))
     data = [await review_json(services, pin) for pin in pins]
     return json_response({"object": "list", "data": data})
 

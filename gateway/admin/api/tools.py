@@ -8,14 +8,13 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from chat_service.pinned_catalog import PinnedCatalog
-from chat_service.policy_catalog import PolicyCatalog
 from gateway.admin.api.keys import validate_roles
 from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.responses import json_response
 from gateway.services import Services
+from governance import ToolGovernance
 from llm_service.errors import GatewayError
-from mcp_client.types import StandardizedTool, ToolCatalog
+from mcp_client.types import StandardizedTool
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
 
@@ -36,17 +35,15 @@ class PolicyChange(BaseModel):
     requires_approval: bool | None = None
 
 
-def servers_json(catalog: ToolCatalog) -> list[dict[str, Any]]:
+def servers_json(tools: ToolGovernance) -> list[dict[str, Any]]:
     return [
         {"object": "mcp_server", "name": name, **health.as_dict()}
-        for name, health in sorted(catalog.status().items())
+        for name, health in sorted(tools.server_status().items())
     ]
 
 
-def tool_policy_json(
-    tool: StandardizedTool, held: bool, policies: PolicyCatalog | None = None
-) -> dict[str, Any]:
-    stored = policies.stored(tool.name) if policies is not None else None
+def tool_policy_json(tools: ToolGovernance, tool: StandardizedTool) -> dict[str, Any]:
+    stored = tools.admin_policy(tool.name)
     return {
         "object": "tool",
         "name": tool.name,
@@ -61,19 +58,15 @@ def tool_policy_json(
             "roles": sorted(tool.roles),
             "requires_approval": tool.requires_approval,
             "auto_approved": tool.auto_approved,
-            "held_for_review": held,
+            "held_for_review": tools.held_for_review(tool),
             "admin_override": stored.to_json() if stored is not None else None,
         },
     }
 
 
-def tools_json(catalog: ToolCatalog, policies: PolicyCatalog | None = None) -> list[dict[str, Any]]:
-    tools = sorted(catalog.all_tools(), key=lambda tool: (tool.server, tool.name))
-    pinned = catalog if isinstance(catalog, PinnedCatalog) else None
-    return [
-        tool_policy_json(tool, pinned is not None and not pinned.offered(tool), policies)
-        for tool in tools
-    ]
+def tools_json(tools: ToolGovernance) -> list[dict[str, Any]]:
+    listed = sorted(tools.all_tools(), key=lambda tool: (tool.server, tool.name))
+    return [tool_policy_json(tools, tool) for tool in listed]
 
 
 @router.get("/servers")
@@ -83,7 +76,7 @@ async def list_servers(principal: AdminPrincipal, services: ServicesDep) -> Resp
 
 @router.get("/tools")
 async def list_tools(principal: AdminPrincipal, services: ServicesDep) -> Response:
-    return json_response({"object": "list", "data": tools_json(services.tools, services.policies)})
+    return json_response({"object": "list", "data": tools_json(services.tools)})
 
 
 @router.put("/tools/{name}/policy")
@@ -103,16 +96,13 @@ async def change_policy(
     _find(services.tools, name)
     if changes.get("roles") is not None:
         changes = {**changes, "roles": validate_roles(changes["roles"])}
-    await services.policies.change(name, changes, actor_key_id)
-    tool = _find(services.tools, name)
-    pinned = services.tools if isinstance(services.tools, PinnedCatalog) else None
-    held = pinned is not None and not pinned.offered(tool)
-    return tool_policy_json(tool, held, services.policies)
+    await services.tools.change_policy(name, changes, actor_key_id)
+    return tool_policy_json(services.tools, _find(services.tools, name))
 
 
-def _find(catalog: ToolCatalog, name: str) -> StandardizedTool:
-    # all_tools, not get: a tool held for review can still have its policy set.
-    for tool in catalog.all_tools():
-        if tool.name == name:
-            return tool
-    raise ToolNotFound(f"Tool `{name}` does not exist.", param="name")
+def _find(tools: ToolGovernance, name: str) -> StandardizedTool:
+    # A tool held for review can have its policy set too.
+    tool = tools.tool(name)
+    if tool is None:
+        raise ToolNotFound(f"Tool `{name}` does not exist.", param="name")
+    return tool

@@ -77,7 +77,7 @@ def _previous_result(
 def _server_of(services: Services, call: ToolCallView) -> str | None:
     if call.server is not None:
         return call.server
-    tool = services.tools.get(call.tool_name)
+    tool = services.tools.tool(call.tool_name)
     return tool.server if tool else None
 
 

@@ -7,8 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Form, Request
 from starlette.responses import RedirectResponse, Response
 
-from chat_service.tool_pins import PinStatus
-from gateway.admin.api.reviews import ReviewConflict, decide_review, refreshed
+from gateway.admin.api.reviews import ReviewConflict, decide_review
 from gateway.admin.ui.diff import side_by_side
 from gateway.admin.ui.rendering import render
 from gateway.admin.ui.security import SecuredRoute, SignedIn, check_csrf
@@ -26,10 +25,9 @@ async def _reviews_page(
     error: str | None = None,
     status_code: int = 200,
 ) -> Response:
-    await refreshed(services)
     reviews = []
-    for pin in await services.pins.in_status(PinStatus.PENDING_REVIEW):
-        previous = await services.pins.previous(pin)
+    for pin in await services.tools.reviews():
+        previous = await services.tools.previous_review(pin)
         rows = side_by_side(previous.definition if previous else None, pin.definition)
         reviews.append({"pin": pin, "previous": previous, "rows": rows})
     context = {

@@ -55,9 +55,9 @@ def _target(config: MCPServerConfig) -> str:
 
 
 async def _rows(services: Services) -> list[ServerRow]:
-    status = {name: health.as_dict() for name, health in services.tools.status().items()}
+    status = {name: health.as_dict() for name, health in services.tools.server_status().items()}
     configured = {server.name: server for server in services.settings.mcp_servers}
-    stored = await services.servers.stored()
+    stored = await services.tools.stored_servers()
     rows: list[ServerRow] = []
     for name in sorted({*status, *configured, *stored}):
         health = status.get(name, {})
@@ -108,7 +108,7 @@ async def add_server(
 ) -> Response:
     check_csrf(session, csrf_token)
     try:
-        await services.servers.put(form.to_config(), session.key_id, create=True)
+        await services.tools.put_server(form.to_config(), session.key_id, create=True)
     except GatewayError as exc:
         rejected = Rejected(exc.message, exc.status_code, form)
         return await _servers_page(request, services, session, rejected)
@@ -128,8 +128,8 @@ async def change_server(
     check_csrf(session, csrf_token)
     form = form.model_copy(update={"name": name})  # the path names the server, not the form
     try:
-        stored = (await services.servers.stored()).get(name)
-        await services.servers.put(form.to_config(stored), session.key_id, create=False)
+        stored = (await services.tools.stored_servers()).get(name)
+        await services.tools.put_server(form.to_config(stored), session.key_id, create=False)
     except GatewayError as exc:
         rejected = Rejected(exc.message, exc.status_code, form, editing=name)
         return await _servers_page(request, services, session, rejected)
@@ -146,7 +146,7 @@ async def delete_server(
 ) -> Response:
     check_csrf(session, csrf_token)
     try:
-        await services.servers.delete(name, session.key_id)
+        await services.tools.delete_server(name, session.key_id)
     except GatewayError as exc:
         rejected = Rejected(exc.message, exc.status_code, None, editing=name)
         return await _servers_page(request, services, session, rejected)

@@ -43,7 +43,7 @@ def _tools_page(
 ) -> Response:
     providers = configured_providers(services)
     context = {
-        "tools": tools_json(services.tools, services.policies),
+        "tools": tools_json(services.tools),
         "providers": providers,
         "compatibility": report(services.tools.all_tools(), providers),
         "notice": NOTICES.get(request.query_params.get("done", "")),
@@ -106,8 +106,8 @@ async def edit_policy(
 ) -> Response:
     """Only the fields the admin changed are stored: the others keep following the config."""
     check_csrf(session, csrf_token)
-    # all_tools, not get: a tool held for review can have its policy set too.
-    current = next((tool for tool in services.tools.all_tools() if tool.name == name), None)
+    # A tool held for review can have its policy set too.
+    current = services.tools.tool(name)
     wanted_roles = roles.replace(",", " ").split()
     changes: dict[str, Any] = {}
     if current is None or set(wanted_roles) != set(current.roles):

@@ -6,17 +6,28 @@ the config says. Every change is audited.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.base import utcnow
 from db.models import AuditEvent, ToolPolicyOverride
 from mcp_client.types import StandardizedTool
+
+
+class ToolPolicySettings(BaseModel):
+    """The config file's `tool_policies` section."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    refresh_seconds: float = Field(
+        5.0, gt=0, description="how often policies other replicas changed are re-read"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,3 +104,28 @@ class ToolPolicies:
                 )
             )
             return policy
+
+
+class AppliedPolicies:
+    """The stored policies as this replica applies them. The replica that saves a change applies
+    it at once; the others when they next ``refresh``."""
+
+    def __init__(self, store: ToolPolicies) -> None:
+        self._store = store
+        self._current: Mapping[str, ToolPolicy] = {}
+
+    async def refresh(self) -> None:
+        self._current = await self._store.all()
+
+    async def change(self, name: str, changes: dict[str, Any], actor_key_id: int) -> ToolPolicy:
+        """Stores (and audits) an admin's change and applies it here at once."""
+        policy = await self._store.update(name, changes, actor_key_id)
+        await self.refresh()
+        return policy
+
+    def stored(self, name: str) -> ToolPolicy | None:
+        return self._current.get(name)
+
+    def apply(self, tool: StandardizedTool) -> StandardizedTool:
+        policy = self._current.get(tool.name)
+        return tool if policy is None else policy.apply(tool)

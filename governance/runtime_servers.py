@@ -2,12 +2,12 @@
 
 They are merged with the config file's servers (a config server of the same name wins) and
 applied to this replica's catalog at once; other replicas pick changes up within their refresh
-(``gateway.runtime_catalog``). What may be added at all is ``gateway.server_rules``.
+(``governance.server_sync``). What may be added at all is ``governance.server_rules``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.base import utcnow
 from db.models import AuditEvent, RuntimeMCPServer
-from gateway.runtime_catalog import RuntimeServerCatalog, stored_servers
-from gateway.server_rules import RuntimeServerRules
+from governance.server_rules import RuntimeServerRules
+from governance.server_sync import RuntimeServerSync, stored_servers
 from llm_service.errors import GatewayError
 from mcp_client.config import MCPServerConfig
 
@@ -34,25 +34,26 @@ class ServerNotFound(GatewayError):
 
 
 class RuntimeServers:
-    """Stores admins' changes and applies them to the running catalog (None: this gateway has no
-    MCP catalog, e.g. one given its tools by an embedding program, so it takes no servers)."""
+    """Stores admins' changes and applies them to the running catalog through ``sync`` (None: this
+    gateway has no MCP catalog, e.g. one given its tools by an embedding program, so it takes no
+    servers)."""
 
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
-        catalog: RuntimeServerCatalog | None,
+        sync: RuntimeServerSync | None,
         config_servers: Sequence[MCPServerConfig],
         rules: RuntimeServerRules,
     ) -> None:
         self._sessions = sessions
-        self._catalog = catalog
+        self._sync = sync
         self._config_names = frozenset(server.name for server in config_servers)
         self._trusted_in_config = frozenset(s.name for s in config_servers if s.trusted)
         self._rules = rules
 
-    def trusted(self) -> frozenset[str]:
+    def trusted(self) -> Set[str]:
         """Servers marked ``trusted: true`` in the config file, or at run time as applied here."""
-        at_run_time = self._catalog.trusted() if self._catalog is not None else frozenset()
+        at_run_time = self._sync.trusted() if self._sync is not None else frozenset()
         return self._trusted_in_config | at_run_time
 
     async def stored(self) -> dict[str, MCPServerConfig]:
@@ -72,7 +73,7 @@ class RuntimeServers:
         ``ServerConflict`` (409) for a config file's server or an existing one on create,
         ``ServerNotFound`` (404) for an unknown one otherwise.
         """
-        catalog = self._writable(config.name)
+        sync = self._writable(config.name)
         self._rules.check(config)
         async with self._sessions.begin() as session:
             row = await session.get(RuntimeMCPServer, config.name, with_for_update=True)
@@ -87,25 +88,25 @@ class RuntimeServers:
             row.updated_at = utcnow()
             row.updated_by_key_id = actor_key_id
             session.add(_audit("server.saved", config.name, actor_key_id, row.config))
-        await catalog.refresh()
+        await sync.refresh()
 
     async def delete(self, name: str, actor_key_id: int) -> None:
         """Removes a stored server and stops it here; ``ServerNotFound`` when there is none."""
-        catalog = self._writable(name)
+        sync = self._writable(name)
         async with self._sessions.begin() as session:
             row = await session.get(RuntimeMCPServer, name)
             if row is None:
                 raise ServerNotFound(f"No runtime server named `{name}`.", param="name")
             await session.delete(row)
             session.add(_audit("server.deleted", name, actor_key_id, row.config))
-        await catalog.refresh()
+        await sync.refresh()
 
-    def _writable(self, name: str) -> RuntimeServerCatalog:
-        if self._catalog is None:
+    def _writable(self, name: str) -> RuntimeServerSync:
+        if self._sync is None:
             raise ServerConflict("This gateway's tool catalog does not take runtime servers.")
         if name in self._config_names:
             raise ServerConflict(f"`{name}` is defined in the config file; change it there.")
-        return self._catalog
+        return self._sync
 
 
 def _audit(action: str, name: str, actor_key_id: int, config: dict[str, Any]) -> AuditEvent:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from typing import Any
 
 import structlog
@@ -11,16 +11,14 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from chat_service.refreshing_catalog import RefreshingCatalog
 from db.models import RuntimeMCPServer
-from gateway.server_rules import RuntimeServerRules
+from governance.server_rules import RuntimeServerRules
 from llm_service.errors import InvalidRequest
 from mcp_client.catalog import MCPToolCatalog, policy_of
 from mcp_client.config import MCPServerConfig
 from mcp_client.transports import backend_factory
-from mcp_client.types import StandardizedTool, ToolResult
 
-log = structlog.get_logger("gateway.runtime_catalog")
+log = structlog.get_logger("governance.server_sync")
 
 
 async def stored_servers(sessions: async_sessionmaker[AsyncSession]) -> dict[str, dict[str, Any]]:
@@ -30,9 +28,10 @@ async def stored_servers(sessions: async_sessionmaker[AsyncSession]) -> dict[str
         return {row.name: row.config for row in rows}
 
 
-class RuntimeServerCatalog(RefreshingCatalog):
-    """Wraps the MCP catalog. Each ``refresh`` re-reads the stored servers and reconciles: starts
-    new ones, restarts changed ones, stops removed ones, and leaves every other server alone.
+class RuntimeServerSync:
+    """Keeps the MCP catalog's servers in step with those stored. Each ``refresh`` re-reads the
+    stored servers and reconciles: starts new ones, restarts changed ones, stops removed ones, and
+    leaves every other server alone.
 
     It runs at start, every ``tool_catalog.runtime_servers_refresh_seconds``, and at once on the
     replica that saved a change. A stored server the config file also names, or that the current
@@ -41,13 +40,12 @@ class RuntimeServerCatalog(RefreshingCatalog):
 
     def __init__(
         self,
-        inner: MCPToolCatalog,
+        catalog: MCPToolCatalog,
         sessions: async_sessionmaker[AsyncSession],
         rules: RuntimeServerRules,
         config_names: Iterable[str],
     ) -> None:
-        super().__init__(inner, inner.settings.runtime_servers_refresh_seconds, "runtime-servers")
-        self._mcp = inner
+        self._mcp = catalog
         self._sessions = sessions
         self._rules = rules
         self._config_names = frozenset(config_names)
@@ -55,18 +53,22 @@ class RuntimeServerCatalog(RefreshingCatalog):
         self._skipped: dict[str, str] = {}
         self._lock = asyncio.Lock()  # the timer and an admin's change may refresh at once
 
-    async def start(self) -> None:
-        # Stored servers join the config file's before the first discovery, so all start together.
+    @property
+    def refresh_seconds(self) -> float:
+        return self._mcp.settings.runtime_servers_refresh_seconds
+
+    async def add_stored(self) -> None:
+        """Adds the stored servers without starting them: at start, so they join the config
+        file's before the first discovery and all start together."""
         async with self._lock:
             await self._reconcile()
-        await super().start()
 
     async def refresh(self) -> None:
         async with self._lock:
             await self._reconcile()
             await self._mcp.start()  # discovers the servers just added; a no-op otherwise
 
-    def trusted(self) -> frozenset[str]:
+    def trusted(self) -> Set[str]:
         """Runtime servers marked ``trusted`` (tool pinning skips their review)."""
         return frozenset(name for name, config in self._applied.items() if config.trusted)
 
@@ -103,19 +105,3 @@ class RuntimeServerCatalog(RefreshingCatalog):
                 log.warning("runtime_server_skipped", server=name, reason=reason)
         self._skipped = skipped
         return usable
-
-    def get_tools_for_llm(
-        self, roles: Iterable[str], bundle: str | None = None
-    ) -> list[StandardizedTool]:
-        return self._mcp.get_tools_for_llm(roles, bundle)
-
-    def get(self, name: str) -> StandardizedTool | None:
-        return self._mcp.get(name)
-
-    def all_tools(self) -> list[StandardizedTool]:
-        return self._mcp.all_tools()
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], timeout: float | None = None
-    ) -> ToolResult:
-        return await self._mcp.call_tool(name, arguments, timeout)

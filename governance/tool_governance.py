@@ -1,0 +1,221 @@
+"""The one door to the tools: what a principal may see and run, and the admins' controls.
+
+Under it: the MCP catalog (or an embedding program's), the servers admins add at run time, the
+admins' tool policies and tool pinning, each kept fresh from the database on every replica.
+Callers ask their question here and need not know how the answer is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from governance.pinning import Pinning, PinningSettings
+from governance.pins import PinStatus, PinView, ToolPins
+from governance.policies import AppliedPolicies, ToolPolicies, ToolPolicy, ToolPolicySettings
+from governance.refresher import Refresher
+from governance.runtime_servers import RuntimeServers
+from governance.server_rules import RuntimeServerRules
+from governance.server_sync import RuntimeServerSync
+from governance.verdict import Verdict, judge
+from llm_service.types import ToolCall
+from mcp_client.catalog import MCPToolCatalog
+from mcp_client.config import CatalogSettings, MCPServerConfig
+from mcp_client.index import offered_to
+from mcp_client.results import error_result
+from mcp_client.types import ServerHealth, StandardizedTool, ToolCatalog, ToolResult
+
+
+class ToolGovernance:
+    """Build it with ``build``, then ``start``; ``aclose`` at the end."""
+
+    def __init__(
+        self,
+        catalog: ToolCatalog,
+        *,
+        catalog_settings: CatalogSettings,
+        servers: RuntimeServers,
+        sync: RuntimeServerSync | None,
+        policies: AppliedPolicies,
+        policy_settings: ToolPolicySettings,
+        pinning: Pinning,
+    ) -> None:
+        self._catalog = catalog
+        self._bundles = catalog_settings.bundles
+        self._servers = servers
+        self._sync = sync
+        self._policies = policies
+        self._pinning = pinning
+        self._refreshers: list[Refresher] = []
+        if sync is not None:
+            self._refreshers.append(
+                Refresher("runtime-servers", sync.refresh, sync.refresh_seconds)
+            )
+        self._refreshers.append(
+            Refresher("tool-policies", policies.refresh, policy_settings.refresh_seconds)
+        )
+        if pinning.enabled:
+            self._refreshers.append(
+                Refresher("tool-pins", self._refresh_pins, pinning.settings.refresh_seconds)
+            )
+
+    @classmethod
+    def build(
+        cls,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        catalog_settings: CatalogSettings,
+        config_servers: Sequence[MCPServerConfig],
+        environ: Mapping[str, str],
+        pinning: PinningSettings,
+        policies: ToolPolicySettings,
+        tools: ToolCatalog | None = None,
+    ) -> ToolGovernance:
+        """The MCP catalog of ``config_servers`` and the stored runtime servers, unless an
+        embedding program gave its own ``tools`` (which take no runtime servers).
+
+        ``environ`` supplies the values named by each config server's ``headers_env``.
+        """
+        rules = RuntimeServerRules.from_settings(catalog_settings)
+        sync = None
+        if tools is None:
+            mcp = MCPToolCatalog.from_config(config_servers, catalog_settings, environ)
+            config_names = [server.name for server in config_servers]
+            sync = RuntimeServerSync(mcp, sessions, rules, config_names)
+            tools = mcp
+        servers = RuntimeServers(sessions, sync, config_servers, rules)
+        return cls(
+            tools,
+            catalog_settings=catalog_settings,
+            servers=servers,
+            sync=sync,
+            policies=AppliedPolicies(ToolPolicies(sessions)),
+            policy_settings=policies,
+            pinning=Pinning(ToolPins(sessions), pinning, servers.trusted),
+        )
+
+    # -- lifecycle
+
+    async def start(self) -> None:
+        """Discovers the tools and reads the admins' state. A failing tool server is degraded
+        and retried in the background; start never fails because of one."""
+        if self._sync is not None:
+            await self._sync.add_stored()
+        await self._catalog.start()
+        if self._sync is not None:
+            await self._sync.refresh()
+        await self._policies.refresh()
+        await self._refresh_pins()
+        for refresher in self._refreshers:
+            refresher.start()
+
+    async def aclose(self) -> None:
+        for refresher in reversed(self._refreshers):
+            await refresher.aclose()
+        await self._catalog.aclose()
+
+    # -- which tools there are, and who may see them
+
+    def visible_tools(
+        self, roles: Iterable[str], bundle: str | None = None
+    ) -> list[StandardizedTool]:
+        """The tools these roles may be offered (narrowed to ``bundle`` when given; a bundle that
+        does not exist selects nothing): enabled, allowed, and not held for review."""
+        visible = offered_to(self.all_tools(), roles, self._bundles, bundle)
+        return [tool for tool in visible if not self._pinning.held(tool)]
+
+    def bundle_names(self) -> list[str]:
+        return self._catalog.bundle_names()
+
+    def tool(self, name: str) -> StandardizedTool | None:
+        """The tool of this catalog name with its effective policy, whatever the roles, held for
+        review or not; None when there is none."""
+        tool = self._catalog.get(name)
+        return None if tool is None else self._policies.apply(tool)
+
+    def all_tools(self) -> list[StandardizedTool]:
+        """Every tool with its effective policy, whatever the roles (for administrators)."""
+        return [self._policies.apply(tool) for tool in self._catalog.all_tools()]
+
+    def held_for_review(self, tool: StandardizedTool) -> bool:
+        """True while this definition of the tool awaits an admin's approval."""
+        return self._pinning.held(tool)
+
+    # -- running calls
+
+    def may_run(self, call: ToolCall, roles: Iterable[str]) -> Verdict:
+        """May a principal with these roles run this call now, and if not why."""
+        tool = self.tool(call.name)
+        held = tool is not None and self._pinning.held(tool)
+        return judge(tool, held, call, roles)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], timeout: float | None = None
+    ) -> ToolResult:
+        """Runs one call, unless its tool is now held or disabled (the policy may have changed
+        since the call was decided). Never raises for tool failures: returns an error result."""
+        tool = self.tool(name)
+        if tool is not None and self._pinning.held(tool):
+            return error_result(f"the tool `{name}` is held for review")
+        if tool is not None and not tool.enabled:
+            return error_result(f"the tool `{name}` is disabled by an administrator")
+        return await self._catalog.call_tool(name, arguments, timeout)
+
+    # -- admins' tool policies
+
+    def admin_policy(self, name: str) -> ToolPolicy | None:
+        """The policy an admin stored for this tool, if any (the config file's otherwise)."""
+        return self._policies.stored(name)
+
+    async def change_policy(
+        self, name: str, changes: dict[str, Any], actor_key_id: int
+    ) -> ToolPolicy:
+        """Stores and audits an admin's change (a field set to None follows the config file
+        again); it applies here at once, on other replicas within their refresh."""
+        return await self._policies.change(name, changes, actor_key_id)
+
+    # -- tool reviews (pinning)
+
+    async def reviews(self, status: PinStatus = PinStatus.PENDING_REVIEW) -> list[PinView]:
+        """Tool definitions in this review state; definitions discovered since the last refresh
+        are pinned first, so the list is current."""
+        await self._refresh_pins()
+        return await self._pinning.pins.in_status(status)
+
+    async def previous_review(self, pin: PinView) -> PinView | None:
+        """The latest approved definition of the same tool, to compare against."""
+        return await self._pinning.pins.previous(pin)
+
+    async def decide_review(self, pin_id: int, approve: bool, actor_key_id: int) -> PinView | None:
+        """Approves or rejects a pending definition (audited) and applies it here at once; None
+        when the review does not exist or is already decided."""
+        pin = await self._pinning.pins.decide(pin_id, approve, actor_key_id)
+        if pin is not None:
+            await self._refresh_pins()
+        return pin
+
+    # -- tool servers
+
+    def server_status(self) -> Mapping[str, ServerHealth]:
+        """Each tool server's health, by name."""
+        return self._catalog.status()
+
+    async def stored_servers(self) -> dict[str, MCPServerConfig]:
+        """The servers admins added at run time (still valid settings), by name."""
+        return await self._servers.stored()
+
+    async def put_server(self, config: MCPServerConfig, actor_key_id: int, *, create: bool) -> None:
+        """Stores (and audits) a new or changed runtime server and starts it here before
+        returning. ``InvalidRequest`` when the allow-lists refuse it, ``ServerConflict`` for a
+        config file's server (or an existing one on create), ``ServerNotFound`` otherwise."""
+        await self._servers.put(config, actor_key_id, create)
+
+    async def delete_server(self, name: str, actor_key_id: int) -> None:
+        """Removes (and audits) a runtime server and stops it here; ``ServerNotFound`` when
+        there is none, ``ServerConflict`` for a config file's server."""
+        await self._servers.delete(name, actor_key_id)
+
+    async def _refresh_pins(self) -> None:
+        await self._pinning.refresh(self._catalog.all_tools())

@@ -1,0 +1,133 @@
+"""The facade's answers: which tools a principal sees, a tool's effective policy after an admin's
+change, and the runtime servers it takes."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from db.engine import create_engine, session_factory
+from db.migrate import upgrade_async
+from db.models import AuditEvent
+from governance import (
+    PinningSettings,
+    ServerConflict,
+    ToolGovernance,
+    ToolPolicy,
+    ToolPolicySettings,
+)
+from llm_service.errors import InvalidRequest
+from llm_service.types import ToolCall
+from mcp_client import CatalogSettings, MCPServerConfig, StandardizedTool
+from tests.governance.conftest import GovernedFactory
+
+
+def names(tools: list[StandardizedTool]) -> list[str]:
+    return sorted(tool.name for tool in tools)
+
+
+async def test_each_role_sees_the_tools_it_is_allowed(governed: GovernedFactory) -> None:
+    async with governed() as gov:
+        assert names(gov.tools.visible_tools(["user"])) == ["get_time", "transfer_money"]
+        assert names(gov.tools.visible_tools(["admin"])) == [
+            "admin_only",
+            "get_time",
+            "transfer_money",
+        ]
+        assert gov.tools.visible_tools(["guest"]) == []
+        # Admins list every tool, whatever their roles.
+        assert names(gov.tools.all_tools()) == ["admin_only", "get_time", "transfer_money"]
+
+
+async def test_a_bundle_narrows_what_a_role_sees(governed: GovernedFactory) -> None:
+    async with governed() as gov:
+        assert gov.tools.bundle_names() == ["clock", "interns"]
+        assert names(gov.tools.visible_tools(["user"], "clock")) == ["get_time"]
+        assert gov.tools.visible_tools(["user"], "no-such-bundle") == []
+        # `intern` is granted only the `interns` bundle, so it sees no more than that.
+        assert names(gov.tools.visible_tools(["intern"])) == ["get_time"]
+
+
+async def test_a_policy_change_applies_at_once_and_is_audited(governed: GovernedFactory) -> None:
+    async with governed() as gov:
+        assert gov.tools.admin_policy("get_time") is None
+        stored = await gov.tools.change_policy("get_time", {"enabled": False}, actor_key_id=7)
+
+        assert stored == ToolPolicy("get_time", enabled=False)
+        assert gov.tools.admin_policy("get_time") == stored
+        tool = gov.tools.tool("get_time")
+        assert tool is not None
+        assert not tool.enabled
+        assert "get_time" not in names(gov.tools.visible_tools(["user"]))
+        result = await gov.tools.call_tool("get_time", {})
+        assert result.is_error
+        assert "disabled by an administrator" in result.content
+        assert gov.desk.ran == []
+
+        async with gov.sessions() as session:
+            [event] = await session.scalars(
+                select(AuditEvent).where(AuditEvent.action == "tool.policy_changed")
+            )
+        assert (event.actor_key_id, event.tool_name) == (7, "get_time")
+        assert event.detail["after"]["enabled"] is False
+
+
+async def test_changed_roles_and_approval_are_the_tools_effective_policy(
+    governed: GovernedFactory,
+) -> None:
+    async with governed() as gov:
+        changes = {"roles": ["admin"], "requires_approval": True}
+        await gov.tools.change_policy("get_time", changes, actor_key_id=1)
+        tool = gov.tools.tool("get_time")
+        assert tool is not None
+        assert (tool.roles, tool.requires_approval) == (frozenset({"admin"}), True)
+        assert "get_time" not in names(gov.tools.visible_tools(["user"]))
+        assert gov.tools.may_run(ToolCall("c1", "get_time", {}), ["admin"]).requires_approval
+
+        # None hands a field back to the config file.
+        await gov.tools.change_policy("get_time", {"roles": None}, actor_key_id=1)
+        assert "get_time" in names(gov.tools.visible_tools(["user"]))
+
+
+async def test_another_replica_reads_the_stored_policy_when_it_starts(
+    governed: GovernedFactory,
+) -> None:
+    async with governed() as first:
+        await first.tools.change_policy("transfer_money", {"enabled": False}, actor_key_id=1)
+        async with governed() as second:
+            assert "transfer_money" not in names(second.tools.visible_tools(["user"]))
+
+
+async def test_a_catalog_given_by_an_embedding_program_takes_no_runtime_servers(
+    governed: GovernedFactory,
+) -> None:
+    server = MCPServerConfig(name="clock", transport="stdio", command="mcp-server-time")
+    async with governed() as gov:
+        assert await gov.tools.stored_servers() == {}
+        with pytest.raises(ServerConflict):
+            await gov.tools.put_server(server, actor_key_id=1, create=True)
+        assert set(gov.tools.server_status()) == {"desk"}
+
+
+async def test_a_runtime_server_off_the_allow_list_is_refused(sqlite_url: str) -> None:
+    await upgrade_async(sqlite_url)
+    engine = create_engine(sqlite_url)
+    tools = ToolGovernance.build(
+        session_factory(engine),
+        catalog_settings=CatalogSettings(),
+        config_servers=[],
+        environ={},
+        pinning=PinningSettings(),
+        policies=ToolPolicySettings(),
+    )
+    await tools.start()
+    try:
+        server = MCPServerConfig(name="shell", transport="stdio", command="/bin/sh")
+        with pytest.raises(InvalidRequest) as refused:
+            await tools.put_server(server, actor_key_id=1, create=True)
+        assert refused.value.param == "command"
+        assert await tools.stored_servers() == {}
+        assert tools.server_status() == {}
+    finally:
+        await tools.aclose()
+        await engine.dispose()

@@ -1,0 +1,61 @@
+"""The verdict on a call: allowed, or the typed reason why not (told to the model as text)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from governance import Denial, Verdict
+from llm_service.types import ToolCall
+from tests.governance.conftest import GovernedFactory
+
+
+def call(name: str, arguments: dict[str, Any] | None = None, raw: str | None = None) -> ToolCall:
+    return ToolCall("call-1", name, arguments or {}, raw_arguments=raw)
+
+
+async def test_an_allowed_call_carries_its_tool_and_whether_it_needs_approval(
+    governed: GovernedFactory,
+) -> None:
+    async with governed() as gov:
+        plain = gov.tools.may_run(call("get_time"), ["user"])
+        assert plain == Verdict(gov.tools.tool("get_time"))
+        assert plain.allowed
+        assert not plain.requires_approval
+        transfer = gov.tools.may_run(call("transfer_money", {"amount": 5}), ["user"])
+        assert transfer.allowed
+        assert transfer.requires_approval
+
+
+async def test_each_denial_has_its_kind_and_reason(governed: GovernedFactory) -> None:
+    async with governed() as gov:
+        await gov.tools.change_policy("get_time", {"enabled": False}, actor_key_id=1)
+        cases = [
+            (call("no_such_tool"), Denial.UNKNOWN_TOOL, "Tool `no_such_tool` does not exist."),
+            (
+                call("get_time"),
+                Denial.DISABLED,
+                "Tool `get_time` is disabled by an administrator.",
+            ),
+            (
+                call("admin_only"),
+                Denial.ROLE_NOT_ALLOWED,
+                "Tool `admin_only` is not allowed for this caller's roles.",
+            ),
+            (
+                call("transfer_money", raw="{amount: 5"),
+                Denial.ARGUMENTS_NOT_AN_OBJECT,
+                "Arguments for `transfer_money` are not a JSON object.",
+            ),
+            (
+                call("transfer_money", {"amount": "lots"}),
+                Denial.INVALID_ARGUMENTS,
+                "Invalid arguments for `transfer_money` at amount: 'lots' is not of type 'integer'",
+            ),
+        ]
+        for denied, denial, reason in cases:
+            verdict = gov.tools.may_run(denied, ["user"])
+            assert (verdict.denial, verdict.reason) == (denial, reason)
+            assert not verdict.allowed
+            assert not verdict.requires_approval
+        assert gov.tools.may_run(call("no_such_tool"), ["user"]).tool is None
+        assert gov.tools.may_run(call("admin_only"), ["admin"]).allowed
