@@ -25,6 +25,7 @@ from db.engine import create_engine, session_factory
 from gateway.keys import KeyStore, Principal
 from gateway.limits.counters import Counters, MemoryCounters
 from gateway.limits.limiter import KeyLimiter
+from gateway.limits.sign_in import SignInThrottle
 from gateway.metrics import GatewayMetrics
 from gateway.runtime_catalog import RuntimeServerCatalog
 from gateway.runtime_servers import RuntimeServers
@@ -59,6 +60,7 @@ class Services:
     pins: ToolPins
     policies: PolicyCatalog
     servers: RuntimeServers
+    sign_in: SignInThrottle
 
     @classmethod
     async def start(
@@ -130,6 +132,12 @@ class Services:
             pins=pins,
             policies=policies,
             servers=servers,
+            sign_in=SignInThrottle(
+                limits.counters,
+                settings.admin_ui.sign_in_attempts_per_client,
+                settings.admin_ui.sign_in_attempts_total,
+                MemoryCounters(),
+            ),
         )
 
     async def stop(self) -> None:

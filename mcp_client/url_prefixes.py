@@ -47,7 +47,9 @@ def parse(url: str) -> URLPrefix:
     """The comparable parts of an absolute http(s) URL; ``BadURL`` when it has none."""
     try:
         parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError) as exc:
+    except (httpx.InvalidURL, TypeError, UnicodeError) as exc:
+        # UnicodeError: the idna codec refuses a malformed host (an `xn--` label that is not
+        # Punycode) with its own error type, not httpx's.
         raise BadURL(f"not a valid URL ({exc})") from None
     if parsed.scheme not in _DEFAULT_PORTS:
         raise BadURL("the scheme must be http or https")
