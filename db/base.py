@@ -34,6 +34,11 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value
 
 
+# Integer primary keys are 32-bit on PostgreSQL: a larger id from a caller can match no row, and
+# must be refused as input rather than reach the driver (which raises on overflow).
+MAX_ROW_ID = 2**31 - 1
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 

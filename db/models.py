@@ -16,6 +16,9 @@ class ApiKey(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
+    # The person or service the key belongs to: self-approval compares owners, not keys, so a
+    # second key of the same owner cannot approve the first one's calls.
+    owner: Mapped[str] = mapped_column(String(200))
     # SHA-256 of the key: keys are 256-bit random secrets, so a slow hash adds nothing.
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     prefix: Mapped[str] = mapped_column(String(16))

@@ -41,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     create = with_config(keys.add_parser("create", help="create a key; prints it last"))
     create.add_argument("--name", required=True)
     create.add_argument("--role", action="append", dest="roles", required=True)
+    create.add_argument(
+        "--owner", default=None, help="the person or service it belongs to (default: --name)"
+    )
     with_config(keys.add_parser("list", help="list keys (never their values)"))
     revoke = with_config(keys.add_parser("revoke", help="revoke a key by id"))
     revoke.add_argument("id", type=int)
@@ -102,14 +105,16 @@ async def _keys(settings: Settings, args: argparse.Namespace) -> int:
     store = KeyStore(session_factory(engine), cache_seconds=0)
     try:
         if args.keys_command == "create":
-            key, info = await store.create(args.name, args.roles)
-            print(f"created key {info.id} `{info.name}` with roles {', '.join(info.roles)}")
+            key, info = await store.create(args.name, args.roles, args.owner)
+            roles = ", ".join(info.roles)
+            print(f"created key {info.id} `{info.name}` of {info.owner} with roles {roles}")
             print("store it now: it is shown only once")
             print(key)
         elif args.keys_command == "list":
             for info in await store.list():
                 state = "revoked" if info.revoked else "active"
-                print(f"{info.id}\t{info.name}\t{info.prefix}...\t{','.join(info.roles)}\t{state}")
+                roles = ",".join(info.roles)
+                print(f"{info.id}\t{info.name}\t{info.owner}\t{info.prefix}...\t{roles}\t{state}")
         elif not await store.revoke(args.id):
             print(f"no active key with id {args.id}", file=sys.stderr)
             return 1

@@ -13,7 +13,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.base import utcnow
-from db.models import ApiKey
+from db.models import ApiKey, AuditEvent
 
 KEY_PREFIX = "gw-"
 _CACHE_LIMIT = 10_000
@@ -26,6 +26,7 @@ class Principal:
     key_id: int
     name: str
     roles: frozenset[str]
+    owner: str = ""  # the person or service the key belongs to
 
     @property
     def is_admin(self) -> bool:
@@ -36,6 +37,7 @@ class Principal:
 class KeyInfo:
     id: int
     name: str
+    owner: str
     prefix: str
     roles: tuple[str, ...]
     revoked: bool
@@ -64,10 +66,19 @@ class KeyStore:
         # concurrent request for that key waits on the same lookup instead of making its own.
         self._lookups: dict[str, asyncio.Task[Principal | None]] = {}
 
-    async def create(self, name: str, roles: Iterable[str]) -> tuple[str, KeyInfo]:
-        """Returns the new key; only its hash is stored, so this is the one time it is seen."""
+    async def create(
+        self,
+        name: str,
+        roles: Iterable[str],
+        owner: str | None = None,
+        actor_key_id: int | None = None,
+    ) -> tuple[str, KeyInfo]:
+        """Returns the new key; only its hash is stored, so this is the one time it is seen.
+
+        ``owner`` defaults to ``name``; ``actor_key_id`` is who created it (None: the CLI).
+        """
         key = generate_key()
-        info = await self._insert(key, name, roles)
+        info = await self._insert(key, name, roles, owner or name, actor_key_id)
         return key, info
 
     async def ensure(self, key: str, name: str, roles: Iterable[str]) -> None:
@@ -78,7 +89,7 @@ class KeyStore:
                 row.revoked_at = None
                 row.roles = sorted(set(row.roles) | set(roles))
                 return
-        await self._insert(key, name, roles)
+        await self._insert(key, name, roles, name, None)
 
     async def authenticate(self, key: str) -> Principal | None:
         digest = hash_key(key)
@@ -99,39 +110,65 @@ class KeyStore:
             row = await session.scalar(
                 select(ApiKey).where(ApiKey.key_hash == digest, ApiKey.revoked_at.is_(None))
             )
-        principal = Principal(row.id, row.name, frozenset(row.roles)) if row else None
+        principal = Principal(row.id, row.name, frozenset(row.roles), row.owner) if row else None
         if self._cache_seconds > 0:
             if len(self._cache) >= _CACHE_LIMIT:
                 self._cache.clear()
             self._cache[digest] = (now + self._cache_seconds, principal)
         return principal
 
-    async def revoke(self, key_id: int) -> bool:
+    async def revoke(self, key_id: int, actor_key_id: int | None = None) -> bool:
+        """Revokes an active key (audited with ``actor_key_id``; None: the CLI)."""
         async with self._sessions.begin() as session:
             result = await session.execute(
                 update(ApiKey)
                 .where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None))
                 .values(revoked_at=utcnow())
             )
+            revoked = bool(getattr(result, "rowcount", 0))
+            if revoked:
+                session.add(_audit("key.revoked", actor_key_id, {"key_id": key_id}))
         self._cache.clear()
-        return bool(getattr(result, "rowcount", 0))
+        return revoked
+
+    async def owners(self, key_ids: Iterable[int]) -> dict[int, str]:
+        """Key id -> owner, revoked keys included (an audit or a decision may name them)."""
+        wanted = set(key_ids)
+        if not wanted:
+            return {}
+        async with self._sessions() as session:
+            rows = await session.execute(
+                select(ApiKey.id, ApiKey.owner).where(ApiKey.id.in_(wanted))
+            )
+            return {key_id: owner for key_id, owner in rows.all()}
 
     async def list(self) -> list[KeyInfo]:
         async with self._sessions() as session:
             rows = await session.scalars(select(ApiKey).order_by(ApiKey.id))
             return [_info(row) for row in rows]
 
-    async def _insert(self, key: str, name: str, roles: Iterable[str]) -> KeyInfo:
+    async def _insert(
+        self, key: str, name: str, roles: Iterable[str], owner: str, actor_key_id: int | None
+    ) -> KeyInfo:
         row = ApiKey(
             name=name,
+            owner=owner,
             key_hash=hash_key(key),
             prefix=key[: len(KEY_PREFIX) + 6],
             roles=sorted(set(roles)),
         )
         async with self._sessions.begin() as session:
             session.add(row)
+            await session.flush()
+            detail = {"key_id": row.id, "name": name, "owner": owner, "roles": row.roles}
+            session.add(_audit("key.created", actor_key_id, detail))
         return _info(row)
 
 
 def _info(row: ApiKey) -> KeyInfo:
-    return KeyInfo(row.id, row.name, row.prefix, tuple(row.roles), row.revoked_at is not None)
+    revoked = row.revoked_at is not None
+    return KeyInfo(row.id, row.name, row.owner, row.prefix, tuple(row.roles), revoked)
+
+
+def _audit(action: str, actor_key_id: int | None, detail: dict[str, object]) -> AuditEvent:
+    return AuditEvent(actor_key_id=actor_key_id, action=action, detail=detail)

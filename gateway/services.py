@@ -21,6 +21,7 @@ from db.engine import create_engine, session_factory
 from gateway.keys import KeyStore, Principal
 from gateway.limits.counters import Counters, MemoryCounters
 from gateway.limits.limiter import KeyLimiter
+from gateway.limits.sign_in import SignInThrottle
 from gateway.metrics import GatewayMetrics
 from gateway.settings import Settings
 from gateway.usage import UsageEntry, UsageRecorder
@@ -49,6 +50,7 @@ class Services:
     approvals: Approvals
     turns: TurnRunner
     background: BackgroundTurns
+    sign_in: SignInThrottle
 
     @classmethod
     async def start(
@@ -121,6 +123,12 @@ class Services:
             approvals=approvals,
             turns=turns,
             background=background,
+            sign_in=SignInThrottle(
+                limits.counters,
+                settings.admin_ui.sign_in_attempts_per_client,
+                settings.admin_ui.sign_in_attempts_total,
+                MemoryCounters(),
+            ),
         )
 
     async def stop(self) -> None:

@@ -1,17 +1,22 @@
 """Legacy REST tool servers (seed 004): ``GET /tools`` lists tools; each call is a plain request.
 
 A tool names its own ``endpoint`` and ``method``; one that does not is called by convention at
-``POST /<tool-name-with-dashes>``.
+``POST /<tool-name-with-dashes>``. Endpoints are paths under the server's URL: the manifest is the
+tool server's word, so an endpoint that would leave that URL (``..`` segments, encoded
+separators, another host) drops its tool from the catalog rather than reach another address.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import structlog
 
 from mcp_client.backend import BackendUnavailable, RemoteTool
 from mcp_client.config import MCPServerConfig
@@ -19,11 +24,17 @@ from mcp_client.results import error_result
 from mcp_client.transports.headers import resolve_headers
 from mcp_client.types import ToolResult
 
+log = structlog.get_logger("mcp_client.http_manifest")
+_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
+# Anything another reader could resolve differently from posixpath: encoded separators or dots,
+# backslashes, a scheme or authority, a query or fragment.
+_UNSAFE_ENDPOINT = re.compile(r"%(2f|5c|2e)|\\|:|^//|[?#]", re.IGNORECASE)
+
 
 @dataclass(frozen=True, slots=True)
 class _Route:
     method: str
-    path: str
+    url: httpx.URL  # absolute: httpx must not merge it with the base URL again
 
 
 class HTTPManifestBackend:
@@ -32,6 +43,8 @@ class HTTPManifestBackend:
         self._config = config
         self._environ = environ
         self._base_url = config.url.rstrip("/")
+        self._base = httpx.URL(self._base_url)
+        self._base_path = self._base.path.rstrip("/")
         self._client: httpx.AsyncClient | None = None
         self._routes: dict[str, _Route] = {}
         self._broken = False
@@ -63,20 +76,45 @@ class HTTPManifestBackend:
         entries = manifest.get("tools") if isinstance(manifest, dict) else None
         if not isinstance(entries, list):
             raise BackendUnavailable("GET /tools did not return an object with a `tools` list")
-        tools = [_manifest_tool(entry) for entry in entries if isinstance(entry, dict)]
-        self._routes = {
-            tool.name: _route(entry) for tool, entry in zip(tools, entries, strict=True)
-        }
+        tools: list[RemoteTool] = []
+        routes: dict[str, _Route] = {}
+        for entry in entries:
+            if not isinstance(entry, dict):
+                continue
+            tool, route = _manifest_tool(entry), self._route(entry)
+            if route is None:
+                log.warning("manifest_tool_refused", tool=tool.name, endpoint=entry.get("endpoint"))
+                continue
+            tools.append(tool)
+            routes[tool.name] = route
+        self._routes = routes
         return tools
 
+    def _route(self, entry: dict[str, Any]) -> _Route | None:
+        """Where the tool is called, as a path under the server's URL; None when it would leave
+        it or names no usable method."""
+        name = str(entry.get("name", ""))
+        endpoint = entry.get("endpoint") or "/" + name.replace("_", "-")
+        method = str(entry.get("method") or "POST").upper()
+        if not isinstance(endpoint, str) or method not in _METHODS:
+            return None
+        if _UNSAFE_ENDPOINT.search(endpoint):
+            return None
+        path = posixpath.normpath(f"{self._base_path}/{endpoint.lstrip('/')}")
+        if not path.startswith(f"{self._base_path}/"):
+            return None
+        return _Route(method, self._base.copy_with(path=path, query=None, fragment=None))
+
     async def call(self, name: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
-        route = self._routes.get(name, _Route("POST", "/" + name.replace("_", "-")))
+        route = self._routes.get(name)
+        if route is None:
+            return error_result(f"the tool server lists no tool `{name}`")
         try:
             if route.method == "GET":
-                response = await self._http().get(route.path, params=arguments, timeout=timeout)
+                response = await self._http().get(route.url, params=arguments, timeout=timeout)
             else:
                 response = await self._http().request(
-                    route.method, route.path, json=arguments, timeout=timeout
+                    route.method, route.url, json=arguments, timeout=timeout
                 )
         except BackendUnavailable as exc:
             return error_result(f"tool server unavailable: {exc}")
@@ -99,13 +137,6 @@ def _manifest_tool(entry: dict[str, Any]) -> RemoteTool:
         description=str(entry.get("description") or ""),
         input_schema=schema if isinstance(schema, dict) else {"type": "object"},
     )
-
-
-def _route(entry: dict[str, Any]) -> _Route:
-    name = str(entry.get("name", ""))
-    path = entry.get("endpoint") or "/" + name.replace("_", "-")
-    method = str(entry.get("method") or "POST").upper()
-    return _Route(method, path if path.startswith("/") else "/" + path)
 
 
 def _result(response: httpx.Response) -> ToolResult:

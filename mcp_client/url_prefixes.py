@@ -47,12 +47,18 @@ def parse(url: str) -> URLPrefix:
     """The comparable parts of an absolute http(s) URL; ``BadURL`` when it has none."""
     try:
         parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError) as exc:
+    except (httpx.InvalidURL, TypeError, UnicodeError) as exc:
+        # UnicodeError: the idna codec refuses a malformed host (an `xn--` label that is not
+        # Punycode) with its own error type, not httpx's.
         raise BadURL(f"not a valid URL ({exc})") from None
     if parsed.scheme not in _DEFAULT_PORTS:
         raise BadURL("the scheme must be http or https")
-    if not parsed.host:
+    if not parsed.raw_host:
         raise BadURL("the URL has no host")
+    try:
+        parsed.host  # noqa: B018  decodes the IDNA form, which a malformed `xn--` label fails
+    except UnicodeError:
+        raise BadURL("not a valid URL (the host is not a valid domain name)") from None
     if parsed.userinfo:
         raise BadURL("the URL must not carry a user name or password")
     raw_path = parsed.raw_path.decode("ascii").split("?", 1)[0]

@@ -62,6 +62,11 @@ class KeyLimiter:
         self._prices = dict(prices)
         self._clock = clock
 
+    @property
+    def counters(self) -> Counters:
+        """The shared counters, for other limits that must hold across replicas (sign-in)."""
+        return self._counters
+
     async def admit(self, principal: Principal) -> None:
         """Raises ``RateLimited`` (429 with ``Retry-After``) when the key is over a limit."""
         limits = self._config.for_roles(principal.roles)

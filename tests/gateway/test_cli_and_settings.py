@@ -63,8 +63,11 @@ def test_keys_create_prints_the_key_last(
     assert _authenticate(database_url, key) == frozenset({"user", "analyst"})
     assert main(["keys", "list", "--config", str(config)]) == 0
     listing = capsys.readouterr().out
-    assert "svc" in listing
+    assert "svc\tsvc\t" in listing  # the owner defaults to the name
     assert key not in listing
+    owned = ["keys", "create", "--config", str(config), "--name", "bot", "--role", "user"]
+    assert main([*owned, "--owner", "payments-team"]) == 0
+    assert "of payments-team" in capsys.readouterr().out
     assert main(["keys", "revoke", "--config", str(config), "1"]) == 0
     assert _authenticate(database_url, key) is None
 

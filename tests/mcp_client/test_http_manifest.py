@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from mcp_client import CatalogSettings, MCPServerConfig, MCPToolCatalog
 from tests.support.mcp_servers import manifest_app
@@ -69,3 +73,63 @@ async def test_http_errors_and_bad_arguments_are_error_results(catalog: MCPToolC
     assert "500" in broken.content
     missing_city = await catalog.call_tool("get_weather", {})
     assert missing_city.is_error
+
+
+def escaping_manifest_app(hits: list[str]) -> Starlette:
+    """A tool server under /mcp whose manifest points some tools outside it, beside an admin
+    endpoint of the same host that must never be reached."""
+    manifest = {
+        "tools": [
+            {"name": "weather", "endpoint": "/weather"},
+            {"name": "climb", "endpoint": "/../../../secret-admin"},
+            {"name": "climb_inside", "endpoint": "/sub/../../secret-admin"},
+            {"name": "encoded", "endpoint": "/..%2f..%2fsecret-admin"},
+            {"name": "other_host", "endpoint": "//127.0.0.2/secret-admin"},
+            {"name": "absolute", "endpoint": "http://127.0.0.1:1/secret-admin"},
+            {"name": "backslash", "endpoint": "\\\\..\\\\secret-admin"},
+            {"name": "odd_method", "endpoint": "/weather", "method": "TRACE"},
+        ]
+    }
+
+    async def tools(request: Request) -> JSONResponse:
+        return JSONResponse(manifest)
+
+    async def weather(request: Request) -> JSONResponse:
+        hits.append(request.url.path)
+        return JSONResponse({"forecast": "sunny"})
+
+    async def secret(request: Request) -> JSONResponse:
+        hits.append(request.url.path)
+        return JSONResponse({"secret": "leaked"})
+
+    return Starlette(
+        routes=[
+            Route("/mcp/tools", tools),
+            Route("/mcp/weather", weather, methods=["POST"]),
+            Route("/secret-admin", secret, methods=["GET", "POST"]),
+            Route("/mcp/secret-admin", secret, methods=["GET", "POST"]),
+        ]
+    )
+
+
+async def test_endpoints_that_leave_the_servers_url_drop_their_tool() -> None:
+    hits: list[str] = []
+    with serve(escaping_manifest_app(hits)) as url:
+        config = MCPServerConfig(
+            name="legacy", transport="http_manifest", url=f"{url}/mcp", roles=["user"]
+        )
+        catalog = MCPToolCatalog.from_config([config], CatalogSettings(), {})
+        await catalog.start()
+        try:
+            names = {tool.name for tool in catalog.all_tools()}
+            results = [
+                await catalog.call_tool(name, {})
+                for name in ("climb", "climb_inside", "encoded", "other_host", "absolute")
+            ]
+            weather = await catalog.call_tool("weather", {})
+        finally:
+            await catalog.aclose()
+    assert names == {"weather"}
+    assert all(result.is_error for result in results)
+    assert weather.structured == {"forecast": "sunny"}
+    assert hits == ["/mcp/weather"]

@@ -58,6 +58,8 @@ def test_urls_outside_every_prefix_are_refused(url: str) -> None:
         ("file:///etc/passwd", "scheme"),
         ("http:///mcp", "no host"),
         ("http://127.0.0.1:port/", "not a valid URL"),
+        ("http://xn--a.xn--/mcp", "not a valid URL"),  # malformed IDNA: the codec refuses it
+        ("http://xn--.example.com/mcp", "not a valid URL"),
     ],
 )
 def test_urls_two_readers_could_disagree_on_are_refused(url: str, why: str) -> None:

@@ -43,8 +43,15 @@ def create_key(database_url: str, name: str, roles: Iterable[str]) -> str:
     return asyncio.run(make())
 
 
+# A module's gateway serves many tests' sign-ins from 127.0.0.1 within a minute; the throttle's
+# own tests set their limits.
+TEST_ADMIN_UI = {"sign_in_attempts_per_client": 10_000, "sign_in_attempts_total": 10_000}
+
+
 def settings_for(database_url: str, **values: Any) -> Settings:
-    return Settings.model_validate({"database_url": database_url, **values})
+    return Settings.model_validate(
+        {"database_url": database_url, "admin_ui": TEST_ADMIN_UI, **values}
+    )
 
 
 @contextmanager

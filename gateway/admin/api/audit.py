@@ -11,7 +11,8 @@ from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.responses import Response
 
-from db.models import AuditEvent
+from db.base import MAX_ROW_ID
+from db.models import ApiKey, AuditEvent
 from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.responses import json_response
 
@@ -50,12 +51,14 @@ def _filtered(query: Select[AuditEvent], wanted: AuditFilter) -> Select[AuditEve
     return query
 
 
-def event_json(event: AuditEvent) -> dict[str, Any]:
+def event_json(event: AuditEvent, actor_owner: str | None = None) -> dict[str, Any]:
     return {
         "object": "audit_event",
         "id": event.id,
         "created_at": event.created_at.isoformat(),
         "actor_key_id": event.actor_key_id,
+        # Who acted, whichever of their keys they used (keys are revoked; owners stay).
+        "actor_owner": actor_owner,
         "action": event.action,
         "conversation_id": event.conversation_id,
         "tool_call_id": event.tool_call_id,
@@ -66,12 +69,19 @@ def event_json(event: AuditEvent) -> dict[str, Any]:
 
 async def audit_page(sessions: async_sessionmaker[AsyncSession], wanted: AuditFilter) -> AuditPage:
     limit = max(1, min(wanted.limit, MAX_PAGE))
-    query = _filtered(select(AuditEvent), wanted).order_by(AuditEvent.id.desc()).limit(limit + 1)
+    query = (
+        _filtered(select(AuditEvent), wanted)
+        .add_columns(ApiKey.owner)
+        .outerjoin(ApiKey, ApiKey.id == AuditEvent.actor_key_id)
+        .order_by(AuditEvent.id.desc())
+        .limit(limit + 1)
+    )
     async with sessions() as session:
-        rows = list(await session.scalars(query))
+        rows = list((await session.execute(query)).all())
     more = len(rows) > limit
     rows = rows[:limit]
-    return AuditPage([event_json(row) for row in rows], rows[-1].id if more and rows else None)
+    events = [event_json(event, owner) for event, owner in rows]
+    return AuditPage(events, rows[-1][0].id if more and rows else None)
 
 
 class AuditQuery(BaseModel):
@@ -79,9 +89,11 @@ class AuditQuery(BaseModel):
 
     tool: str | None = Field(None, max_length=200)
     conversation: str | None = Field(None, max_length=36)
-    actor: int | None = Field(None, description="the acting key's id")
+    actor: int | None = Field(None, ge=1, le=MAX_ROW_ID, description="the acting key's id")
     action: str | None = Field(None, max_length=64)
-    before: int | None = Field(None, description="`next_before` of the previous page")
+    before: int | None = Field(
+        None, ge=1, le=MAX_ROW_ID, description="`next_before` of the previous page"
+    )
     limit: int = Field(50, ge=1, le=MAX_PAGE)
 
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
+from gateway.admin import RowId
 from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.keys import KeyInfo
 from gateway.responses import json_response
@@ -30,6 +31,12 @@ class NewKey(BaseModel):
 
     name: str = Field(min_length=1, max_length=200)
     roles: list[str] = Field(min_length=1, max_length=20)
+    owner: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="the person or service the key belongs to (default: its name)",
+    )
 
 
 def key_json(info: KeyInfo) -> dict[str, Any]:
@@ -37,6 +44,7 @@ def key_json(info: KeyInfo) -> dict[str, Any]:
         "object": "api_key",
         "id": info.id,
         "name": info.name,
+        "owner": info.owner,
         "prefix": info.prefix,
         "roles": list(info.roles),
         "revoked": info.revoked,
@@ -61,12 +69,15 @@ async def list_keys(principal: AdminPrincipal, services: ServicesDep) -> Respons
 
 @router.post("")
 async def create_key(body: NewKey, principal: AdminPrincipal, services: ServicesDep) -> Response:
-    key, info = await services.keys.create(body.name.strip(), validate_roles(body.roles))
+    owner = body.owner.strip() if body.owner else None
+    key, info = await services.keys.create(
+        body.name.strip(), validate_roles(body.roles), owner or None, principal.key_id
+    )
     return json_response({**key_json(info), "key": key}, status=201)
 
 
 @router.post("/{key_id}/revoke")
-async def revoke_key(key_id: int, principal: AdminPrincipal, services: ServicesDep) -> Response:
-    if not await services.keys.revoke(key_id):
+async def revoke_key(key_id: RowId, principal: AdminPrincipal, services: ServicesDep) -> Response:
+    if not await services.keys.revoke(key_id, principal.key_id):
         raise KeyNotFound(f"No active key with id {key_id}.", param="key_id")
     return json_response({"object": "api_key", "id": key_id, "revoked": True})

@@ -14,3 +14,9 @@ class AdminUISettings(BaseModel):
     queue_poll_seconds: float = Field(
         1.0, gt=0, description="how often the live approval queue polls the database"
     )
+    sign_in_attempts_per_client: int = Field(
+        10, ge=1, description="sign-in attempts one client address may make per minute"
+    )
+    sign_in_attempts_total: int = Field(
+        100, ge=1, description="sign-in attempts all clients together may make per minute"
+    )

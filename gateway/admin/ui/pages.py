@@ -8,7 +8,8 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Query, Request
 from starlette.responses import RedirectResponse, Response
 
-from db.base import utcnow
+from db.base import MAX_ROW_ID, utcnow
+from gateway.admin import RowId
 from gateway.admin.api.audit import AuditFilter, audit_page
 from gateway.admin.api.keys import validate_roles
 from gateway.admin.api.usage import usage_rows
@@ -47,6 +48,7 @@ async def create_key(
     *,
     name: Annotated[str, Form(min_length=1, max_length=200)],
     roles: Annotated[str, Form(max_length=500)],
+    owner: Annotated[str, Form(max_length=200)] = "",
     csrf_token: Annotated[str, Form(max_length=100)] = "",
 ) -> Response:
     check_csrf(session, csrf_token)
@@ -54,20 +56,27 @@ async def create_key(
         cleaned = validate_roles(roles.replace(",", " ").split())
     except InvalidRequest as exc:
         return await _keys_page(request, services, session, error=exc.message)
-    key, info = await services.keys.create(name.strip(), cleaned)
+    key, info = await services.keys.create(
+        name.strip(), cleaned, owner.strip() or None, session.key_id
+    )
     # Rendered, not redirected: the key is shown this once and never stored in clear.
     return await _keys_page(request, services, session, created=(info.name, key))
 
 
 @router.post("/keys/{key_id}/revoke")
 async def revoke_key(
-    key_id: int,
+    request: Request,
+    key_id: RowId,
     services: ServicesDep,
     session: SignedIn,
     csrf_token: Annotated[str, Form(max_length=100)] = "",
 ) -> Response:
     check_csrf(session, csrf_token)
-    await services.keys.revoke(key_id)
+    if key_id == session.key_id:
+        # Revoking it would end this very session mid-page; another admin's key can do it.
+        error = "You cannot revoke the key you are signed in with."
+        return await _keys_page(request, services, session, error=error)
+    await services.keys.revoke(key_id, session.key_id)
     return RedirectResponse("/admin/keys", status_code=303)
 
 
@@ -80,11 +89,11 @@ async def audit_log(
     tool: Annotated[str | None, Query(max_length=200)] = None,
     conversation: Annotated[str | None, Query(max_length=36)] = None,
     action: Annotated[str | None, Query(max_length=64)] = None,
-    before: Annotated[int | None, Query()] = None,
+    before: Annotated[int | None, Query(ge=1, le=MAX_ROW_ID)] = None,
 ) -> Response:
     wanted = AuditFilter(tool or None, conversation or None, None, action or None, before)
     page = await audit_page(services.sessions, wanted)
-    names = {info.id: info.name for info in await services.keys.list()}
+    names = {info.id: f"{info.name} ({info.owner})" for info in await services.keys.list()}
     context = {"page": page, "wanted": wanted, "names": names}
     return render(request, "audit.html", context, session)
 

@@ -14,13 +14,14 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.base import utcnow
-from db.models import AdminSession, ApiKey
+from db.models import AdminSession, ApiKey, AuditEvent
 
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
     key_id: int
     key_name: str
+    owner: str
     csrf_token: str
     expires_at: datetime
 
@@ -43,8 +44,9 @@ class AdminSessions:
         self._lifetime = timedelta(seconds=lifetime_seconds)
         self._clock = clock
 
-    async def open(self, key_id: int) -> str:
-        """Start a session for an authenticated admin key; returns the cookie's token."""
+    async def open(self, key_id: int, client: str) -> str:
+        """Start a session for an authenticated admin key (audited with the client's address);
+        returns the cookie's token."""
         token = secrets.token_urlsafe(32)
         now = self._clock()
         row = AdminSession(
@@ -58,7 +60,13 @@ class AdminSessions:
             # Expired sessions are swept at each sign-in, so the table stays small.
             await session.execute(delete(AdminSession).where(AdminSession.expires_at <= now))
             session.add(row)
+            session.add(_sign_in_audit("admin.signed_in", key_id, client, None))
         return token
+
+    async def refused(self, key_id: int | None, client: str, reason: str) -> None:
+        """Audit a refused sign-in: an unknown key, a key without the admin role, or throttled."""
+        async with self._sessions.begin() as session:
+            session.add(_sign_in_audit("admin.sign_in_refused", key_id, client, reason))
 
     async def find(self, token: str) -> SessionInfo | None:
         """The live session for this token; None when unknown, expired, or the key lost admin."""
@@ -77,10 +85,15 @@ class AdminSessions:
             return None
         if "admin" not in key.roles:
             return None
-        return SessionInfo(key.id, key.name, row.csrf_token, row.expires_at)
+        return SessionInfo(key.id, key.name, key.owner, row.csrf_token, row.expires_at)
 
     async def close(self, token: str) -> None:
         async with self._sessions.begin() as session:
             await session.execute(
                 delete(AdminSession).where(AdminSession.token_hash == _digest(token))
             )
+
+
+def _sign_in_audit(action: str, key_id: int | None, client: str, reason: str | None) -> AuditEvent:
+    detail = {"client": client} if reason is None else {"client": client, "reason": reason}
+    return AuditEvent(actor_key_id=key_id, action=action, detail=detail)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hmac
+import math
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
@@ -58,12 +59,21 @@ async def login(
     expected = request.cookies.get(cookie_name(request, LOGIN_COOKIE), "")
     if not expected or not hmac.compare_digest(expected, csrf_token):
         raise CsrfRejected
+    client = request.client.host if request.client else "unknown"
+    wait = await services.sign_in.admit(client)
+    if wait is not None:
+        await sessions.refused(None, client, "throttled")
+        response = _login_page(request, "Too many sign-in attempts; try again in a minute.", 429)
+        response.headers["retry-after"] = str(max(1, math.ceil(wait)))
+        return response
     principal = await services.keys.authenticate(api_key.strip())
     if principal is None:
+        await sessions.refused(None, client, "invalid_key")
         return _login_page(request, "That key is not valid or has been revoked.", 401)
     if not principal.is_admin:
+        await sessions.refused(principal.key_id, client, "not_admin")
         return _login_page(request, "That key does not have the admin role.", 403)
-    token = await sessions.open(principal.key_id)
+    token = await sessions.open(principal.key_id, client)
     response = RedirectResponse("/admin", status_code=303)
     lifetime = int(services.settings.admin_ui.session_seconds)
     set_cookie(request, response, SESSION_COOKIE, token, lifetime)

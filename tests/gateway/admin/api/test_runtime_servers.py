@@ -125,6 +125,7 @@ def test_no_key_can_make_the_gateway_call_an_address_off_the_allow_list(
                 "https://localhost.evil.net:9/mcp",  # a text prefix, another host
                 "https://localhost:9@169.254.169.254/latest",  # user info: another host
                 "http://169.254.169.254/latest/meta-data",
+                "http://xn--a.xn--/mcp",  # a malformed IDNA host
                 "file:///etc/passwd",
             ):
                 answer = admin.post("/v1/admin/servers", json={**server, "url": url})

@@ -131,3 +131,27 @@ def test_a_tool_is_disabled_and_enabled_from_the_tools_page(ui_stack: LoopStack)
             "/admin/tools/read_email/enabled", data={"enabled": "true", "csrf_token": token}
         )
     assert "read_email" in offered(ui_stack)
+
+
+def test_keys_page_records_an_owner_and_refuses_revoking_the_signed_in_key(
+    ui_stack: LoopStack,
+) -> None:
+    with ui_stack.client(ui_stack.admin_key) as api:
+        keys = api.get("/v1/admin/keys").json()["data"]
+    mine = next(key["id"] for key in keys if key["name"] == "reviewer")
+    with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
+        token = csrf_token(client.get("/admin/keys").text)
+        created = client.post(
+            "/admin/keys",
+            data={"name": "etl", "roles": "user", "owner": "data-team", "csrf_token": token},
+        )
+        assert '<td data-label="Owner">data-team</td>' in created.text
+        refused = client.post(f"/admin/keys/{mine}/revoke", data={"csrf_token": token})
+        assert refused.status_code == 400
+        assert "cannot revoke the key you are signed in with" in refused.text
+        out_of_range = client.post("/admin/keys/99999999999999/revoke", data={"csrf_token": token})
+        assert out_of_range.status_code < 500
+        assert client.get("/admin/audit", params={"before": 10**20}).status_code < 500
+    with ui_stack.client(ui_stack.admin_key) as api:
+        still = next(key for key in api.get("/v1/admin/keys").json()["data"] if key["id"] == mine)
+    assert still["revoked"] is False

@@ -46,7 +46,7 @@ async def check_lifetime(database_url: str) -> None:
         now = datetime(2026, 1, 1, tzinfo=UTC)
         clock = [now]
         store = AdminSessions(sessions, 60, clock=lambda: clock[0])
-        token = await store.open(info.id)
+        token = await store.open(info.id, "127.0.0.1")
         found = await store.find(token)
         assert found is not None
         assert found.key_name == "admin"

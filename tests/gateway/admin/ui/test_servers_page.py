@@ -156,6 +156,11 @@ REFUSALS = [
         400,
         "http_allow_list",
     ),
+    (
+        {"name": "idna", "transport": "streamable_http", "url": "http://xn--a.xn--/mcp"},
+        400,
+        "not a valid domain name",
+    ),
     ({"name": "bad name!"}, 400, "Name must be 1-48 letters"),
     ({"name": "nourl", "transport": "sse", "url": ""}, 400, "needs <code>url</code>"),
     ({"name": "norole", "roles": ""}, 400, "Roles must be lowercase words"),
