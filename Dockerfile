@@ -44,4 +44,4 @@ EXPOSE 8000
 # `llm-gateway serve` is the default; migrations are a separate command (`... llm-gateway migrate`,
 # the Helm chart's pre-install/pre-upgrade Job). Inside a container it must listen on 0.0.0.0.
 ENTRYPOINT ["llm-gateway"]
-CMD ["serve", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["serve", "--config", "/etc/llm-gateway/gateway.yaml", "--host", "0.0.0.0", "--port", "8000"]

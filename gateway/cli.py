@@ -12,6 +12,7 @@ from pathlib import Path
 from sqlalchemy.exc import DBAPIError
 
 from db.engine import create_engine, session_factory
+from gateway.database_check import unreachable_reason
 from gateway.keys import KeyStore
 from gateway.settings import ConfigError, Settings, load_settings
 
@@ -50,19 +51,28 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings(path: Path | None) -> Settings:
+def _settings(path: Path | None, command: str) -> Settings:
     if path is None and DEFAULT_CONFIG.exists():
         path = DEFAULT_CONFIG
+    if path is None and command == "serve":
+        # Serving the built-in defaults (no models) is never what an operator meant.
+        raise ConfigError(
+            f"no config file: pass --config PATH ({DEFAULT_CONFIG} does not exist in {Path.cwd()})"
+        )
     return load_settings(path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        settings = _settings(args.config)
+        settings = _settings(args.config, args.command)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
+    problem = asyncio.run(unreachable_reason(settings.database_url, settings.database_pool))
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 1
     if args.command == "serve":
         return _serve(settings, args.host, args.port)
     if args.command in ("migrate", "downgrade"):

@@ -22,7 +22,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
 from gateway.context import request_context
-from llm_service.errors import GatewayError
+from llm_service.errors import GatewayError, ModelUnavailable
 
 log = structlog.get_logger("gateway.errors")
 ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
@@ -112,7 +112,13 @@ def _shaped_response(
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayError)
-    request_context(request).fail(exc)
+    context = request_context(request)
+    context.fail(exc)
+    if isinstance(exc, ModelUnavailable):
+        # The caller hears only "unavailable"; why (an unset key variable, a dead server) is ours.
+        log.warning(
+            "model_unavailable", request_id=context.request_id, model=exc.model, reason=exc.reason
+        )
     headers: dict[str, str] = {}
     retry_after = getattr(exc, "retry_after", None)
     if retry_after is not None:

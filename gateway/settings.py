@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from chat_service.config import ToolLoopSettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
 from gateway.admin.ui.config import AdminUISettings
 from gateway.limits.config import KeyLimitsConfig
+from gateway.settings_env import ENV_PREFIX, source_variable, unknown_variables
 from gateway.tracing import TracingSettings
 from governance import PinningSettings, ToolPolicySettings
 from llm_service.config import ModelConfig
@@ -25,7 +30,7 @@ class ConfigError(Exception):
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="GATEWAY_", env_nested_delimiter="__", extra="forbid"
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid"
     )
 
     database_url: str = DEFAULT_DATABASE_URL
@@ -57,6 +62,30 @@ class Settings(BaseSettings):
     admin_ui: AdminUISettings = Field(default_factory=AdminUISettings)
     tool_pinning: PinningSettings = Field(default_factory=PinningSettings)
     tool_policies: ToolPolicySettings = Field(default_factory=ToolPolicySettings)
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, url: str) -> str:
+        # The message never repeats the URL: it carries the database password.
+        try:
+            parsed = make_url(url)
+        except ArgumentError:
+            raise ValueError(
+                "not a database URL; expected postgresql+asyncpg://user:pass@host:5432/db "
+                "or sqlite+aiosqlite:///path.db"
+            ) from None
+        # Read from the name, not the dialect: loading an unknown dialect raises its own error.
+        backend, _, driver = parsed.drivername.partition("+")
+        if backend in ("postgres", "postgresql") and driver != "asyncpg":
+            raise ValueError(
+                f"`{parsed.drivername}://` is not supported: write postgresql+asyncpg://... "
+                "(the gateway needs the asyncpg driver)"
+            )
+        if backend == "sqlite" and driver != "aiosqlite":
+            raise ValueError("write sqlite+aiosqlite:///path.db (the gateway needs aiosqlite)")
+        if backend not in ("postgresql", "sqlite"):
+            raise ValueError(f"unsupported database `{backend}`: use PostgreSQL or SQLite")
+        return url
 
     @field_validator("models")
     @classmethod
@@ -95,8 +124,16 @@ class Settings(BaseSettings):
         return (env_settings, init_settings)
 
 
-def load_settings(path: Path | None) -> Settings:
-    """Read the YAML file (if any) and the GATEWAY_* environment into one validated object."""
+def load_settings(path: Path | None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Read the YAML file (if any) and the GATEWAY_* environment into one validated object.
+
+    ``environ`` is only checked for unknown GATEWAY_* names and to say which variable a bad
+    value came from; pydantic-settings itself reads ``os.environ``.
+    """
+    environ = os.environ if environ is None else environ
+    unknown = unknown_variables(environ, Settings.model_fields)
+    if unknown:
+        raise ConfigError("; ".join(unknown))
     raw: Any = {}
     if path is not None:
         try:
@@ -110,13 +147,25 @@ def load_settings(path: Path | None) -> Settings:
     try:
         return Settings(**raw)
     except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc, path)) from None
+        raise ConfigError(describe_validation_error(exc, path, environ)) from None
 
 
-def describe_validation_error(exc: ValidationError, path: Path | None) -> str:
-    where = f" in {path}" if path else ""
-    lines = [f"invalid configuration{where}:"]
+def describe_validation_error(
+    exc: ValidationError, path: Path | None, environ: Mapping[str, str]
+) -> str:
+    """One line per bad value, each naming where it came from: the variable or the file."""
+    lines = []
     for error in exc.errors():
-        key = ".".join(str(part) for part in error["loc"]) or "(top level)"
-        lines.append(f"  {key}: {error['msg']}")
+        loc = [str(part) for part in error["loc"]]
+        key = ".".join(loc) or "(top level)"
+        variable = source_variable(loc, environ)
+        if variable is not None:
+            where = f"environment variable {variable}"
+            if variable.removeprefix(ENV_PREFIX).lower() != key.replace(".", "__"):
+                where += f" ({key})"
+        elif path is not None:
+            where = f"{path}: {key}"
+        else:
+            where = key
+        lines.append(f"invalid configuration: {where}: {error['msg']}")
     return "\n".join(lines)

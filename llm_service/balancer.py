@@ -46,12 +46,11 @@ class Balancer:
         available = [u for u in self.upstreams(alias) if u.deployment.available]
         if not available:
             reason = self._registry.get(alias).unavailable_reason or "no adapter"
-            raise ModelUnavailable(f"The model `{alias}` is unavailable: {reason}")
+            raise ModelUnavailable(alias, reason)
         healthy = [u for u in available if u.breaker.allows()]
         if not healthy:
             raise ModelUnavailable(
-                f"The model `{alias}` is unavailable: its deployments are failing; "
-                "they are out of rotation for a cooldown."
+                alias, "its deployments are failing; they are out of rotation for a cooldown"
             )
         fresh = [u for u in healthy if u.deployment.id not in avoid] or healthy
         if len(fresh) == 1:  # most aliases have one deployment

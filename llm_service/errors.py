@@ -31,9 +31,17 @@ class ModelNotFound(GatewayError):
 
 
 class ModelUnavailable(GatewayError):
+    """The caller is told only that the model is unavailable; ``reason`` (an unset key variable,
+    an unreachable server) is the operator's, for the log and ``/readyz``."""
+
     status_code = 503
     error_type = "service_unavailable"
     code = "model_unavailable"
+
+    def __init__(self, model: str, reason: str) -> None:
+        super().__init__(f"The model `{model}` is unavailable; try again later or another model.")
+        self.model = model
+        self.reason = reason
 
 
 class UpstreamError(GatewayError):

@@ -78,7 +78,7 @@ class ModelRegistry:
         deployment = self.get(name)
         if deployment.adapter is None or deployment.unavailable_reason is not None:
             reason = deployment.unavailable_reason or "no adapter"
-            raise ModelUnavailable(f"The model `{name}` is unavailable: {reason}")
+            raise ModelUnavailable(name, reason)
         return deployment.adapter
 
     def visible_to(self, roles: Iterable[str]) -> list[ModelConfig]:

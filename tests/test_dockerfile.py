@@ -82,6 +82,8 @@ def test_serve_is_the_default_command_and_migrate_a_separate_one() -> None:
     command = json.loads(cmd)
     assert command[0] == "serve"
     assert command[command.index("--host") + 1] == "0.0.0.0"
+    # `serve` refuses to start without a config file; the chart mounts it here.
+    assert command[command.index("--config") + 1] == "/etc/llm-gateway/gateway.yaml"
     assert _parser().parse_args(["migrate"]).command == "migrate"
 
 

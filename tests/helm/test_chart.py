@@ -19,6 +19,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from gateway.config_schema import render as render_schema
+from gateway.config_schema import values_schema
 from gateway.settings import load_settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +53,15 @@ def manifests(rendered: dict[str, str]) -> Iterator[dict[str, Any]]:
 
 
 def by_kind(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {doc["kind"]: doc for doc in manifests(render(values))}
+    """The first object of each kind (the migration hook's ConfigMap comes after the pods')."""
+    objects: dict[str, dict[str, Any]] = {}
+    for doc in manifests(render(values)):
+        objects.setdefault(doc["kind"], doc)
+    return objects
+
+
+def by_name(values: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(doc["kind"], doc["metadata"]["name"]): doc for doc in manifests(render(values))}
 
 
 @pytest.mark.parametrize("values_name", ["default", "production"])
@@ -147,7 +157,58 @@ def test_migration_job_is_a_pre_install_and_pre_upgrade_hook() -> None:
     annotations = job["metadata"]["annotations"]
     assert annotations["helm.sh/hook"] == "pre-install,pre-upgrade"
     container = job["spec"]["template"]["spec"]["containers"][0]
-    assert container["args"] == ["migrate"]
+    assert container["args"] == ["migrate", "--config", "/etc/llm-gateway/gateway.yaml"]
+
+
+@pytest.mark.parametrize("values_name", ["default", "production"])
+def test_the_migration_job_mounts_the_same_config_as_the_pods(values_name: str) -> None:
+    objects = by_name(_values(values_name))
+    job = objects[("Job", "llm-gateway-migrate")]
+    pod = job["spec"]["template"]["spec"]
+    mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "config")
+    assert mount["mountPath"] == "/etc/llm-gateway"
+    volume = next(v for v in pod["volumes"] if v["name"] == "config")
+    hook_config = objects[("ConfigMap", volume["configMap"]["name"])]
+    # A pre-install hook runs before the release's own ConfigMap exists: its copy is a hook too,
+    # created before the Job (lower weight).
+    annotations = hook_config["metadata"]["annotations"]
+    assert annotations["helm.sh/hook"] == "pre-install,pre-upgrade"
+    assert int(annotations["helm.sh/hook-weight"]) < int(
+        job["metadata"]["annotations"]["helm.sh/hook-weight"]
+    )
+    assert hook_config["data"] == objects[("ConfigMap", "llm-gateway")]["data"]
+
+
+def test_the_committed_config_schema_is_generated_from_the_settings_model() -> None:
+    committed = (CHART / "values.schema.json").read_text()
+    regenerated = render_schema(values_schema(json.loads(committed)))
+    assert committed == regenerated, (
+        "values.schema.json is stale: run "
+        "`.venv/bin/python -m gateway.config_schema helm/llm-gateway/values.schema.json`"
+    )
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"log_levle": "debug"},
+        {"log_level": "verbose"},
+        {"models": [{"name": "x", "provider": "skynet"}]},
+        {"tool_loop": {"max_tool_rounds": "many"}},
+        {"database_pool": {"size": 0}},
+    ],
+)
+def test_a_bad_config_block_fails_schema_validation_and_lint(config: dict[str, Any]) -> None:
+    with helm.Chart.load(CHART) as chart, pytest.raises(helm.HelmValuesError):
+        chart.validate_schema({"config": config})
+    report = helm.lint(CHART, {"config": config}, strict=True, namespace=NAMESPACE)
+    assert report["errors"]
+
+
+def test_the_shipped_gateway_config_passes_the_chart_schema() -> None:
+    shipped = yaml.safe_load((REPO / "config" / "gateway.yaml").read_text())
+    with helm.Chart.load(CHART) as chart:
+        chart.validate_schema({"config": shipped})
 
 
 def test_schema_refuses_secrets_in_the_config_map() -> None:

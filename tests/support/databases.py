@@ -13,7 +13,7 @@ import asyncpg
 import pytest
 
 POSTGRES_URL = os.environ.get(
-    "GATEWAY_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+    "LLM_GATEWAY_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
 IN_CI = os.environ.get("CI", "").lower() == "true"
 

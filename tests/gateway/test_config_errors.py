@@ -1,0 +1,147 @@
+"""Every configuration mistake an operator makes is one line that names the culprit and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.cli import main
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err.strip().splitlines()
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "gateway.yaml"
+    path.write_text("models: []\n")
+    return path
+
+
+def test_a_bad_override_names_the_variable_not_the_file(
+    config: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GATEWAY_LOG_LEVEL", "verbose")
+    monkeypatch.setenv("GATEWAY_DATABASE_POOL__SIZE", "0")
+
+    code, lines = _run(["keys", "list", "--config", str(config)], capsys)
+
+    assert code == 2
+    assert len(lines) == 2
+    assert lines[0].startswith("invalid configuration: environment variable GATEWAY_DATABASE_POOL")
+    assert "GATEWAY_LOG_LEVEL: Input should be 'debug'" in lines[1]
+    assert str(config) not in "\n".join(lines)
+
+
+def test_a_bad_value_in_a_json_override_names_the_variable_and_the_key(
+    config: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GATEWAY_MODELS", '[{"name": "x", "provider": "skynet"}]')
+
+    code, lines = _run(["keys", "list", "--config", str(config)], capsys)
+
+    assert code == 2
+    assert lines[0].startswith(
+        "invalid configuration: environment variable GATEWAY_MODELS (models.0.provider):"
+    )
+
+
+def test_a_bad_value_in_the_file_names_the_file_and_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_text("log_level: verbose\n")
+
+    code, lines = _run(["keys", "list", "--config", str(config)], capsys)
+
+    assert code == 2
+    assert lines == [
+        f"invalid configuration: {config}: log_level: "
+        "Input should be 'debug', 'info', 'warning' or 'error'"
+    ]
+
+
+def test_an_unknown_gateway_variable_is_reported_with_a_suggestion(
+    config: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GATEWAY_LOG_LEVLE", "debug")
+
+    code, lines = _run(["migrate", "--config", str(config)], capsys)
+
+    assert code == 2
+    assert lines == [
+        "unknown environment variable GATEWAY_LOG_LEVLE (did you mean GATEWAY_LOG_LEVEL?)"
+    ]
+
+
+@pytest.mark.parametrize("scheme", ["postgres", "postgresql", "postgresql+psycopg2"])
+def test_a_postgres_url_without_the_async_driver_says_which_to_write(
+    scheme: str,
+    config: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GATEWAY_DATABASE_URL", f"{scheme}://gateway:s3cret@db.internal/gateway")
+
+    code, lines = _run(["migrate", "--config", str(config)], capsys)
+
+    assert code == 2
+    assert len(lines) == 1
+    assert "GATEWAY_DATABASE_URL" in lines[0]
+    assert "write postgresql+asyncpg://" in lines[0]
+    assert "s3cret" not in lines[0]
+
+
+@pytest.mark.parametrize("command", [["migrate"], ["keys", "list"], ["serve"]])
+def test_an_unreachable_database_is_one_line_with_the_fix(
+    command: list[str],
+    config: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Port 9 (discard) is closed on the test machine: the connection is refused at once.
+    monkeypatch.setenv("GATEWAY_DATABASE_URL", "postgresql+asyncpg://gateway:s3cret@127.0.0.1:9/gw")
+
+    code, lines = _run([*command, "--config", str(config)], capsys)
+
+    assert code == 1
+    assert len(lines) == 1
+    assert lines[0].startswith(
+        "cannot connect to the database at postgresql+asyncpg://gateway:***@127.0.0.1:9/gw:"
+    )
+    assert "GATEWAY_DATABASE_URL" in lines[0]
+    assert "s3cret" not in lines[0]
+
+
+def test_a_missing_database_on_a_live_server_is_named(
+    config: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.databases import POSTGRES_URL, require_postgres
+
+    require_postgres()
+    base, _, _ = POSTGRES_URL.rpartition("/")
+    monkeypatch.setenv("GATEWAY_DATABASE_URL", f"{base}/no_such_gateway_db")
+
+    code, lines = _run(["migrate", "--config", str(config)], capsys)
+
+    assert code == 1
+    assert len(lines) == 1
+    assert 'database "no_such_gateway_db" does not exist' in lines[0]
+
+
+def test_serve_without_a_config_file_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    code, lines = _run(["serve"], capsys)
+
+    assert code == 2
+    assert lines == [
+        f"no config file: pass --config PATH (config/gateway.yaml does not exist in {tmp_path})"
+    ]
