@@ -101,7 +101,13 @@ def shaped_error_body(scope: Scope, error: ErrorInfo) -> dict[str, Any]:
             if candidate.matches(scope)[0] == Match.FULL:
                 route = candidate
                 break
-    return route.error_body(error) if isinstance(route, ErrorShapedRoute) else _openai_body(error)
+    body = route.error_body(error) if isinstance(route, ErrorShapedRoute) else _openai_body(error)
+    context = scope.get("state", {}).get("context")
+    if context is not None:
+        # The log line's error_type is the one the caller got: both shapes keep it at
+        # error.type (a 401 is `authentication_error` on /v1/messages, not the OpenAI type).
+        context.error_type = body["error"]["type"]
+    return body
 
 
 def _shaped_response(

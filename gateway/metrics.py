@@ -8,16 +8,20 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
+    disable_created_metrics,
     generate_latest,
 )
 from starlette.requests import Request
 from starlette.responses import Response
 
 from chat_service.tool_calls import CallState
-from llm_service.types import Usage
 
-# Model calls run from milliseconds (mock, cache) to minutes (long generations).
-_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+# From 1 ms (the gateway's own answers: 401s, /v1/models, the mock; it adds well under one to a
+# model call) to minutes (long generations).
+_LATENCY_BUCKETS = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+)  # fmt: skip
+_FIRST_TOKEN_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60)
 _DECISION_BUCKETS = (1, 5, 15, 30, 60, 300, 900, 3600, 14400, 86400)
 
 
@@ -25,6 +29,9 @@ class GatewayMetrics:
     """Every metric the gateway exports. Label values are bounded: routes are templates."""
 
     def __init__(self) -> None:
+        # A `_created` twin of every counter and histogram doubles the output and no dashboard
+        # reads it. prometheus_client keeps this switch process-wide; setting it is idempotent.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry(auto_describe=True)
         labels = ("route", "model", "provider", "status")
         self.requests = Counter(
@@ -40,9 +47,17 @@ class GatewayMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.first_token = Histogram(
+            "llm_gateway_time_to_first_token_seconds",
+            "Streamed responses: time from the request to the first event of the stream.",
+            ("route", "model", "provider"),
+            buckets=_FIRST_TOKEN_BUCKETS,
+            registry=self.registry,
+        )
         self.tokens = Counter(
             "llm_gateway_tokens",
-            "Tokens by model, provider and kind (prompt or completion).",
+            "Tokens by model, provider and kind, counted from the same entries as usage_records "
+            "(API requests and conversation turns' model calls).",
             ("model", "provider", "kind"),
             registry=self.registry,
         )
@@ -81,6 +96,17 @@ class GatewayMetrics:
             buckets=_DECISION_BUCKETS,
             registry=self.registry,
         )
+        self.webhook_deliveries = Counter(
+            "llm_gateway_webhook_deliveries",
+            "Webhook delivery attempts by event and outcome (delivered, failed, gave_up).",
+            ("event", "outcome"),
+            registry=self.registry,
+        )
+        self.webhooks_pending = Gauge(
+            "llm_gateway_webhooks_pending",
+            "Webhook deliveries not yet delivered or given up (the outbox).",
+            registry=self.registry,
+        )
         self.mcp_server_up = Gauge(
             "llm_gateway_mcp_server_up",
             "1 when the MCP server is connected and its tools are listed, else 0.",
@@ -100,9 +126,19 @@ class GatewayMetrics:
         self.requests.labels(*labels).inc()
         self.latency.labels(*labels).observe(seconds)
 
-    def observe_usage(self, model: str, provider: str | None, usage: Usage) -> None:
-        self.tokens.labels(model, provider or "", "prompt").inc(usage.prompt_tokens)
-        self.tokens.labels(model, provider or "", "completion").inc(usage.completion_tokens)
+    def observe_tokens(
+        self, model: str, provider: str | None, prompt_tokens: int, completion_tokens: int
+    ) -> None:
+        self.tokens.labels(model, provider or "", "prompt").inc(prompt_tokens)
+        self.tokens.labels(model, provider or "", "completion").inc(completion_tokens)
+
+    def observe_first_token(
+        self, route: str, model: str | None, provider: str | None, seconds: float
+    ) -> None:
+        self.first_token.labels(route, model or "", provider or "").observe(seconds)
+
+    def observe_webhook_delivery(self, event: str, outcome: str) -> None:
+        self.webhook_deliveries.labels(event, outcome).inc()
 
     def observe_upstream_error(self, model: str | None, provider: str | None, error: str) -> None:
         self.upstream_errors.labels(model or "", provider or "", error).inc()

@@ -36,14 +36,21 @@ class RequestContextMiddleware:
         context = RequestContext(request_id=_request_id(scope))
         scope.setdefault("state", {})["context"] = context
         status = 500
+        streaming = False
+        first_event: float | None = None
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, streaming, first_event
             if message["type"] == "http.response.start":
                 status = message["status"]
                 headers = list(message.get("headers", []))
+                streaming = (b"content-type", b"text/event-stream") in (
+                    (name.lower(), value.split(b";")[0]) for name, value in headers
+                )
                 headers.append((b"x-request-id", context.request_id.encode()))
                 message["headers"] = headers
+            elif streaming and first_event is None and message.get("body"):
+                first_event = perf_counter() - context.started
             await send(message)
 
         with span(self.tracer, scope["method"]) as current:
@@ -53,7 +60,7 @@ class RequestContextMiddleware:
                 _finish(scope, context, status)
                 _annotate(current, scope, context, status)
                 if self.metrics is not None:
-                    _observe(self.metrics, scope, context, status)
+                    _observe(self.metrics, scope, context, status, first_event)
 
 
 def _annotate(span: Span, scope: Scope, context: RequestContext, status: int) -> None:
@@ -81,7 +88,9 @@ def _request_id(scope: Scope) -> str:
 def _finish(scope: Scope, context: RequestContext, status: int) -> None:
     latency_ms = round((perf_counter() - context.started) * 1000, 2)
     usage = context.usage
-    log.info(
+    # Error responses at warning: an operator filtering on level sees every refusal and failure.
+    emit = log.warning if status >= 400 else log.info
+    emit(
         "request",
         request_id=context.request_id,
         method=scope["method"],
@@ -117,13 +126,20 @@ def _finish(scope: Scope, context: RequestContext, status: int) -> None:
     )
 
 
-def _observe(metrics: GatewayMetrics, scope: Scope, context: RequestContext, status: int) -> None:
+def _observe(
+    metrics: GatewayMetrics,
+    scope: Scope,
+    context: RequestContext,
+    status: int,
+    first_event: float | None,
+) -> None:
     # The route template (not the raw path) keeps label values bounded.
     route = getattr(scope.get("route"), "path", "unmatched")
     seconds = perf_counter() - context.started
     metrics.observe_request(route, context.model, context.provider, status, seconds)
-    if context.model is not None and context.usage is not None:
-        metrics.observe_usage(context.model, context.provider, context.usage)
+    if first_event is not None:
+        metrics.observe_first_token(route, context.model, context.provider, first_event)
+    # Tokens are counted where usage is recorded (UsageRecorder's on_record), not here.
     if context.upstream_error is not None:
         metrics.observe_upstream_error(context.model, context.provider, context.upstream_error)
 

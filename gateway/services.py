@@ -24,6 +24,7 @@ from gateway.limits.limiter import KeyLimiter
 from gateway.limits.sign_in import SignInThrottle
 from gateway.metrics import GatewayMetrics
 from gateway.settings import Settings
+from gateway.tool_call_events import tool_call_moved
 from gateway.usage import UsageEntry, UsageRecorder
 from governance import ToolGovernance
 from llm_service.registry import AdapterFactory, ModelRegistry
@@ -73,7 +74,13 @@ class Services:
         for name, state in registry.summary().items():
             if not state["available"]:
                 log.warning("model_unavailable", model=name, reason=state["reason"])
-        usage = UsageRecorder(sessions, settings.usage_flush_seconds)
+        usage = UsageRecorder(
+            sessions,
+            settings.usage_flush_seconds,
+            on_record=lambda entry: metrics.observe_tokens(
+                entry.model, entry.provider, entry.prompt_tokens, entry.completion_tokens
+            ),
+        )
         usage.start()
         router = Router(registry, tracer=tracer)
         limits = _key_limiter(settings)
@@ -90,9 +97,7 @@ class Services:
         await governance.start()
         loop_settings = settings.tool_loop
         conversations = ConversationStore(sessions)
-        tool_calls = ToolCallStore(
-            sessions, on_move=lambda call: metrics.observe_tool_call(call.tool_name, call.state)
-        )
+        tool_calls = ToolCallStore(sessions, on_move=lambda call: tool_call_moved(metrics, call))
         approvals = Approvals(tool_calls, governance, loop_settings)
         turns = TurnRunner(
             store=conversations,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 import structlog
@@ -43,10 +44,18 @@ def _row(entry: UsageEntry) -> dict[str, object]:
 
 
 class UsageRecorder:
+    """``on_record`` sees every entry as it is recorded (the token metrics), so metrics and
+    usage_records count the same traffic by construction."""
+
     def __init__(
-        self, sessions: async_sessionmaker[AsyncSession], flush_seconds: float, batch: int = 500
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        flush_seconds: float,
+        batch: int = 500,
+        on_record: Callable[[UsageEntry], None] | None = None,
     ) -> None:
         self._sessions = sessions
+        self._on_record = on_record
         self._flush_seconds = flush_seconds
         self._batch = batch
         self._pending: list[UsageEntry] = []
@@ -60,6 +69,8 @@ class UsageRecorder:
             dropped = self._pending.pop(0)
             log.error("usage_dropped", request_id=dropped.request_id)
         self._pending.append(entry)
+        if self._on_record is not None:
+            self._on_record(entry)
         if len(self._pending) >= self._batch:
             self._wake.set()
 

@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from gateway import sse
 from gateway.anthropic_api.convert import message_json, to_chat_request
-from gateway.anthropic_api.errors import AnthropicRoute
+from gateway.anthropic_api.errors import AnthropicRoute, anthropic_error_type
 from gateway.anthropic_api.schemas import MessagesRequest
 from gateway.anthropic_api.stream import anthropic_sse
 from gateway.auth import authenticate, authorize_model
@@ -82,4 +82,5 @@ def _record_done(context: RequestContext, done: StreamDone) -> None:
 
 
 def _record_error(context: RequestContext, exc: GatewayError) -> None:
-    context.error_type = exc.error_type
+    context.fail(exc)
+    context.error_type = anthropic_error_type(exc.status_code, exc.code)  # what the SSE says
