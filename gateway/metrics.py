@@ -164,4 +164,5 @@ async def metrics_endpoint(request: Request) -> Response:
         for server, status in services.tools.server_status().items():
             metrics.set_mcp_server_up(server, status.as_dict()["state"] == "ready")
         metrics.approvals_pending.set(await services.tool_calls.count(CallState.AWAITING_APPROVAL))
+        metrics.webhooks_pending.set(await services.notifier.outbox.pending())
     return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

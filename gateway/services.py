@@ -15,7 +15,7 @@ from chat_service.background import BackgroundTurns
 from chat_service.executor import ToolExecutor
 from chat_service.store import ConversationInfo, ConversationStore
 from chat_service.sweeper import Sweeper
-from chat_service.tool_calls import ToolCallStore
+from chat_service.tool_calls import ToolCallStore, ToolCallView
 from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
 from gateway.keys import KeyStore, Principal
@@ -23,6 +23,7 @@ from gateway.limits.counters import Counters, MemoryCounters
 from gateway.limits.limiter import KeyLimiter
 from gateway.limits.sign_in import SignInThrottle
 from gateway.metrics import GatewayMetrics
+from gateway.notifications.notifier import Notifier
 from gateway.settings import Settings
 from gateway.tool_call_events import tool_call_moved
 from gateway.usage import UsageEntry, UsageRecorder
@@ -52,6 +53,7 @@ class Services:
     turns: TurnRunner
     background: BackgroundTurns
     sign_in: SignInThrottle
+    notifier: Notifier
 
     @classmethod
     async def start(
@@ -97,7 +99,14 @@ class Services:
         await governance.start()
         loop_settings = settings.tool_loop
         conversations = ConversationStore(sessions)
-        tool_calls = ToolCallStore(sessions, on_move=lambda call: tool_call_moved(metrics, call))
+        notifier = Notifier.build(settings.notifications, sessions, environ, metrics)
+        notifier.start()
+
+        def call_moved(call: ToolCallView) -> None:
+            tool_call_moved(metrics, call)
+            notifier.tool_call_moved(call)
+
+        tool_calls = ToolCallStore(sessions, on_move=call_moved)
         approvals = Approvals(tool_calls, governance, loop_settings)
         turns = TurnRunner(
             store=conversations,
@@ -128,6 +137,7 @@ class Services:
             approvals=approvals,
             turns=turns,
             background=background,
+            notifier=notifier,
             sign_in=SignInThrottle(
                 limits.counters,
                 settings.admin_ui.sign_in_attempts_per_client,
@@ -138,6 +148,7 @@ class Services:
 
     async def stop(self) -> None:
         await self.background.aclose()
+        await self.notifier.aclose()
         await self.tools.aclose()
         await self.usage.aclose()
         await self.registry.aclose()

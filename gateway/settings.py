@@ -17,7 +17,13 @@ from chat_service.config import ToolLoopSettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
 from gateway.admin.ui.config import AdminUISettings
 from gateway.limits.config import KeyLimitsConfig
-from gateway.settings_env import ENV_PREFIX, source_variable, unknown_variables
+from gateway.notifications.config import NotificationSettings
+from gateway.settings_env import (
+    ENV_PREFIX,
+    referenced_variables,
+    source_variable,
+    unknown_variables,
+)
 from gateway.tracing import TracingSettings
 from governance import PinningSettings, ToolPolicySettings
 from llm_service.config import ModelConfig
@@ -62,6 +68,7 @@ class Settings(BaseSettings):
     admin_ui: AdminUISettings = Field(default_factory=AdminUISettings)
     tool_pinning: PinningSettings = Field(default_factory=PinningSettings)
     tool_policies: ToolPolicySettings = Field(default_factory=ToolPolicySettings)
+    notifications: NotificationSettings = Field(default_factory=NotificationSettings)
 
     @field_validator("database_url")
     @classmethod
@@ -131,9 +138,6 @@ def load_settings(path: Path | None, environ: Mapping[str, str] | None = None) -
     value came from; pydantic-settings itself reads ``os.environ``.
     """
     environ = os.environ if environ is None else environ
-    unknown = unknown_variables(environ, Settings.model_fields)
-    if unknown:
-        raise ConfigError("; ".join(unknown))
     raw: Any = {}
     if path is not None:
         try:
@@ -145,9 +149,14 @@ def load_settings(path: Path | None, environ: Mapping[str, str] | None = None) -
         if not isinstance(raw, dict):
             raise ConfigError(f"{path} must hold a mapping at the top level")
     try:
-        return Settings(**raw)
+        settings = Settings(**raw)
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(exc, path, environ)) from None
+    # Variables the config names (a model's api_key_env, a webhook's secret_env) may be GATEWAY_*.
+    unknown = unknown_variables(environ, Settings.model_fields, referenced_variables(settings))
+    if unknown:
+        raise ConfigError("\n".join(unknown))
+    return settings
 
 
 def describe_validation_error(

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
 
 ENV_PREFIX = "GATEWAY_"
 NESTED = "__"
 
 
-def unknown_variables(environ: Mapping[str, str], fields: Iterable[str]) -> list[str]:
+def unknown_variables(
+    environ: Mapping[str, str], fields: Iterable[str], referenced: Collection[str] = ()
+) -> list[str]:
     """A sentence for each GATEWAY_* variable that sets nothing (a typo is otherwise silent)."""
     known = [ENV_PREFIX + field.upper() for field in fields]
     problems = []
     for name in sorted(environ):
         upper = name.upper()
-        if not upper.startswith(ENV_PREFIX):
+        if not upper.startswith(ENV_PREFIX) or name in referenced:
             continue
         top = upper.split(NESTED, 1)[0]
         if top in known:
@@ -34,3 +39,30 @@ def source_variable(loc: Sequence[str], environ: Mapping[str, str]) -> str | Non
         if candidate in names:
             return names[candidate]
     return None
+
+
+def referenced_variables(settings: BaseModel) -> set[str]:
+    """Every variable the config names: values of ``*_env`` fields (``api_key_env``,
+    ``secret_env``; ``headers_env`` maps header names to variable names)."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and key.endswith("_env"):
+                    found.update(_names(item))
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(settings.model_dump())
+    return found
+
+
+def _names(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [v for v in value.values() if isinstance(v, str)]
+    return []

@@ -145,3 +145,23 @@ def test_serve_without_a_config_file_says_so(
     assert lines == [
         f"no config file: pass --config PATH (config/gateway.yaml does not exist in {tmp_path})"
     ]
+
+
+def test_gateway_variables_the_config_names_are_not_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "models: [{name: gpt, provider: openai, api_key_env: GATEWAY_OPENAI_KEY}]\n"
+        "notifications:\n"
+        "  webhooks: [{url: 'http://127.0.0.1:9/', events: [approval.requested],"
+        " secret_env: GATEWAY_HOOK_SECRET}]\n"
+    )
+    monkeypatch.setenv("GATEWAY_OPENAI_KEY", "sk-test")
+    monkeypatch.setenv("GATEWAY_HOOK_SECRET", "whsec")
+    monkeypatch.setenv("GATEWAY_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'gw.db'}")
+
+    code, lines = _run(["migrate", "--config", str(config)], capsys)
+
+    assert code == 0
+    assert lines == []

@@ -13,11 +13,12 @@ from gateway.admin.api import (
     servers,
     tools,
     usage,
+    webhooks,
 )
 
 
 def admin_router() -> APIRouter:
     router = APIRouter()
-    for module in (keys, audit, usage, compatibility, tools, servers, reviews, approvals):
+    for module in (keys, audit, usage, compatibility, tools, servers, reviews, approvals, webhooks):
         router.include_router(module.router)
     return router

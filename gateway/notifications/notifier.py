@@ -1,0 +1,183 @@
+"""Events in, signed HTTP POSTs out: enqueued where they happen, delivered off the request path.
+
+``emit`` writes one outbox row per subscribed webhook (so a restart loses nothing enqueued);
+every replica polls the outbox, and the lease in ``Outbox.claim`` makes exactly one of them
+deliver each row. A failed delivery is retried with exponential backoff up to ``max_attempts``,
+with the same delivery id (``X-Gateway-Delivery``) each time: at-least-once, idempotent for a
+receiver that remembers ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import orjson
+import structlog
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from chat_service.tool_calls import ToolCallView
+from db.base import utcnow
+from gateway.metrics import GatewayMetrics
+from gateway.notifications.config import NotificationSettings, WebhookConfig
+from gateway.notifications.outbox import Delivery, Outbox, new_delivery_id
+from gateway.notifications.payloads import body, call_data, call_event, signature, slack_text
+
+log = structlog.get_logger("gateway.notifications")
+
+
+class Notifier:
+    def __init__(
+        self,
+        settings: NotificationSettings,
+        outbox: Outbox,
+        secrets: Mapping[str, str | None],
+        metrics: GatewayMetrics,
+    ) -> None:
+        self._settings = settings
+        self._outbox = outbox
+        self._webhooks = {webhook.url: webhook for webhook in settings.webhooks}
+        self._secrets = secrets  # secret_env -> its value (None: unset)
+        self._metrics = metrics
+        self._wake = asyncio.Event()
+        self._pending: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.Task[None] | None = None
+        self._client = httpx.AsyncClient(timeout=settings.timeout_seconds)
+
+    @classmethod
+    def build(
+        cls,
+        settings: NotificationSettings,
+        sessions: async_sessionmaker[AsyncSession],
+        environ: Mapping[str, str],
+        metrics: GatewayMetrics,
+    ) -> Notifier:
+        names = {w.secret_env for w in settings.webhooks if w.secret_env is not None}
+        secrets = {name: environ.get(name) for name in names}
+        for name, value in secrets.items():
+            if not value:
+                log.warning("webhook_secret_unset", secret_env=name)
+        return cls(settings, Outbox(sessions), secrets, metrics)
+
+    @property
+    def outbox(self) -> Outbox:
+        return self._outbox
+
+    def tool_call_moved(self, call: ToolCallView) -> None:
+        """The tool-call store's hook: approval requested, decided or expired."""
+        event = call_event(call)
+        if event is not None:
+            self.emit_soon(event, call_data(call, self._settings.admin_url, utcnow()))
+
+    def emit_soon(self, event: str, data: dict[str, Any]) -> None:
+        """For synchronous callers: enqueue in a task of its own (kept until it is done)."""
+        if not self._subscribers(event):
+            return
+        task = asyncio.get_running_loop().create_task(self.emit(event, data))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def emit(self, event: str, data: dict[str, Any]) -> None:
+        """Enqueue ``event`` for every webhook subscribed to it (``budget.threshold``, ...)."""
+        now = utcnow()
+        for webhook in self._subscribers(event):
+            delivery_id = new_delivery_id()
+            payload = body(delivery_id, event, data, now)
+            try:
+                await self._outbox.add(webhook.url, event, payload, delivery_id)
+            except SQLAlchemyError as exc:
+                log.error("webhook_enqueue_failed", webhook_event=event, error=type(exc).__name__)
+        self._wake.set()
+
+    def _subscribers(self, event: str) -> list[WebhookConfig]:
+        return [w for w in self._settings.webhooks if event in w.events]
+
+    def start(self) -> None:
+        if self._settings.webhooks:
+            self._loop = asyncio.create_task(self._run(), name="webhook-deliveries")
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._settings.poll_seconds):
+                    await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.deliver_due()
+            except (SQLAlchemyError, OSError) as exc:
+                log.error("webhook_outbox_unavailable", error=type(exc).__name__)
+
+    async def deliver_due(self) -> None:
+        for delivery in await self._outbox.claim(self._settings.lease_seconds):
+            await self._deliver(delivery)
+
+    async def _deliver(self, delivery: Delivery) -> None:
+        webhook = self._webhooks.get(delivery.url)
+        error = self._problem(webhook)
+        if error is None:
+            assert webhook is not None
+            error = await self._post(webhook, delivery)
+        if error is None:
+            await self._outbox.delivered(delivery)
+            self._metrics.observe_webhook_delivery(delivery.event, "delivered")
+            return
+        attempt = delivery.attempts + 1
+        retry_at = None
+        if webhook is not None and attempt < self._settings.max_attempts:
+            backoff = self._settings.retry_base_seconds * 2 ** (attempt - 1)
+            retry_at = utcnow() + timedelta(seconds=min(backoff, self._settings.retry_max_seconds))
+        await self._outbox.failed(delivery, error, retry_at)
+        outcome = "failed" if retry_at is not None else "gave_up"
+        self._metrics.observe_webhook_delivery(delivery.event, outcome)
+        log.warning(
+            "webhook_delivery_failed",
+            delivery_id=delivery.id,
+            webhook_event=delivery.event,
+            attempt=attempt,
+            error=error,
+            gave_up=retry_at is None,
+        )
+
+    def _problem(self, webhook: WebhookConfig | None) -> str | None:
+        if webhook is None:
+            return "the webhook is no longer configured"
+        if webhook.secret_env is not None and not self._secrets.get(webhook.secret_env):
+            return f"the signing secret variable {webhook.secret_env} is unset"
+        return None
+
+    async def _post(self, webhook: WebhookConfig, delivery: Delivery) -> str | None:
+        payload = slack_text(delivery.payload) if webhook.format == "slack" else delivery.payload
+        content = orjson.dumps(payload)
+        timestamp = str(int(time.time()))
+        headers = {
+            "content-type": "application/json",
+            "x-gateway-event": delivery.event,
+            "x-gateway-delivery": delivery.id,
+            "x-gateway-timestamp": timestamp,
+        }
+        if webhook.secret_env is not None:
+            secret = self._secrets[webhook.secret_env]
+            assert secret is not None
+            headers["x-gateway-signature"] = signature(secret, timestamp, content)
+        try:
+            response = await self._client.post(webhook.url, content=content, headers=headers)
+        except httpx.HTTPError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        if response.is_success:
+            return None
+        return f"HTTP {response.status_code}"
+
+    async def aclose(self) -> None:
+        if self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)
+        if self._loop is not None:
+            self._loop.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop
+        await self._client.aclose()
