@@ -30,6 +30,7 @@ class CountingCatalog:
         roles: Iterable[str] = ("user",),
         requires_approval: bool = False,
         description: str = "",
+        annotations: dict[str, Any] | None = None,
     ) -> None:
         schema = parameters or {"type": "object", "properties": {}}
         tool = StandardizedTool(
@@ -41,6 +42,7 @@ class CountingCatalog:
             definition_hash=definition_hash(name, description, schema),
             roles=frozenset(roles),
             requires_approval=requires_approval,
+            annotations=annotations or {},
         )
         self.tools[name] = (tool, handler)
 

@@ -7,6 +7,14 @@ from datetime import datetime
 
 from chat_service.store import StoredMessage, message_json
 from chat_service.tool_calls import ToolCallView
+from gateway.admin.ui.card_details import (
+    ArgumentRow,
+    DecisionCounts,
+    Hint,
+    argument_rows,
+    decision_counts,
+    hints,
+)
 from gateway.services import Services
 from llm_service.types import AssistantMessage, ToolResultMessage, UserMessage
 
@@ -35,6 +43,13 @@ class CallCard:
     expires_at: datetime | None
     excerpt: list[ExcerptLine]
     previous_result: PreviousResult | None
+    model: str
+    tool_description: str | None
+    hints: list[Hint]
+    arguments: list[ArgumentRow]
+    requester_owner: str | None
+    requester_roles: tuple[str, ...]
+    decisions: DecisionCounts
 
 
 def _line(stored: StoredMessage) -> ExcerptLine:
@@ -82,21 +97,32 @@ def _server_of(services: Services, call: ToolCallView) -> str | None:
 
 
 async def build_cards(services: Services, calls: list[ToolCallView]) -> list[CallCard]:
-    names = {info.id: info.name for info in await services.keys.list()}
+    keys = {info.id: info for info in await services.keys.list()}
+    counts = await decision_counts(services.sessions, {call.tool_name for call in calls})
     cards: list[CallCard] = []
     for call in calls:
+        conversation = await services.conversations.get(call.conversation_id)
         messages = await services.conversations.messages(call.conversation_id)
         siblings = await services.tool_calls.for_conversation(call.conversation_id)
         servers = {sibling.call_id: _server_of(services, sibling) for sibling in siblings}
         leading = _leading_messages(messages, call.call_id)
+        tool = services.tools.tool(call.tool_name)
+        key = keys.get(call.requested_by_key_id)
         cards.append(
             CallCard(
                 call=call,
                 server=_server_of(services, call),
-                requester=names.get(call.requested_by_key_id, f"key #{call.requested_by_key_id}"),
+                requester=key.name if key else f"key #{call.requested_by_key_id}",
                 expires_at=call.expires_at,
                 excerpt=[_line(m) for m in leading[-EXCERPT_MESSAGES:]],
                 previous_result=_previous_result(leading, servers),
+                model=conversation.model,
+                tool_description=tool.description if tool else None,
+                hints=hints(tool.annotations) if tool else [],
+                arguments=argument_rows(tool.parameters if tool else None, call.arguments),
+                requester_owner=key.owner if key else None,
+                requester_roles=key.roles if key else (),
+                decisions=counts[call.tool_name],
             )
         )
     return cards

@@ -14,6 +14,7 @@ from gateway.admin.ui import (
     servers_page,
     signin,
     tools_page,
+    transcript_page,
     webhooks_page,
 )
 from gateway.admin.ui.rendering import STATIC_FILES
@@ -38,7 +39,16 @@ async def not_found(request: Request, rest: str) -> Response:
 
 def admin_ui_router() -> APIRouter:
     router = APIRouter()
-    for module in (signin, queue, reviews, tools_page, servers_page, pages, webhooks_page):
+    for module in (
+        signin,
+        queue,
+        reviews,
+        tools_page,
+        servers_page,
+        pages,
+        webhooks_page,
+        transcript_page,
+    ):
         router.include_router(module.router)
     router.add_api_route("/admin/static/{name}", static_file, include_in_schema=False)
     # Last, so that it only answers what no route above matched.

@@ -94,7 +94,7 @@ def test_rejecting_with_a_reason(page: Page, ui_stack: LoopStack) -> None:
     conversation_id, call_id = start_turn(ui_stack, "loop")
     sign_in(page, ui_stack.admin_key)
     card = page.locator(f"#call-{call_id}")
-    card.locator("input[name=reason]").fill("amount not agreed with finance")
+    card.locator(".reject input[name=reason]").fill("amount not agreed with finance")
     card.locator('[data-role="reject"]').click()
     expect(page.locator(".banner.ok")).to_contain_text("Rejected")
     expect(page.locator("table").first).to_contain_text("amount not agreed with finance")

@@ -31,7 +31,7 @@ def test_an_expired_call_is_shown_expired_and_cannot_be_approved(expiring: LoopS
         card = card_of(queue, call_id)
         assert card.startswith('<article class="card call expired"')
         assert "Expired: the call will not run" in card
-        assert card.count(" disabled>") == 3  # approve, the reason, reject
+        assert card.count(" disabled>") == 4  # the comment, approve, the reason, reject
 
         approved = client.post(
             f"/admin/calls/{call_id}/approve", data={"csrf_token": csrf_token(queue)}
