@@ -204,7 +204,7 @@ class WebhookDelivery(Base):
     __table_args__ = (Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),)
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    url: Mapped[str] = mapped_column(String(2000))
+    webhook: Mapped[str] = mapped_column(String(64))  # its name in notifications.webhooks
     event: Mapped[str] = mapped_column(String(64))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(16))  # pending | delivered | gave_up

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 NotificationEvent = Literal[
     "approval.requested",
@@ -18,7 +18,15 @@ NotificationEvent = Literal[
 class WebhookConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(description="where events are POSTed (http or https)")
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description="how the admin UI, the API and the log name it (never by its URL)",
+    )
+    url: str | None = Field(None, description="where events are POSTed (http or https)")
+    url_env: str | None = Field(
+        None,
+        description="instead of url: the variable holding it (a Slack webhook URL is a secret)",
+    )
     events: list[NotificationEvent] = Field(min_length=1)
     secret_env: str | None = Field(
         None,
@@ -30,10 +38,16 @@ class WebhookConfig(BaseModel):
 
     @field_validator("url")
     @classmethod
-    def _http(cls, url: str) -> str:
-        if not url.startswith(("http://", "https://")):
+    def _http(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return url
+
+    @model_validator(mode="after")
+    def _one_address(self) -> WebhookConfig:
+        if (self.url is None) == (self.url_env is None):
+            raise ValueError("give exactly one of url and url_env")
+        return self
 
 
 class NotificationSettings(BaseModel):
@@ -52,3 +66,12 @@ class NotificationSettings(BaseModel):
     lease_seconds: float = Field(
         60.0, gt=0, description="a claimed delivery is retried by another replica after this"
     )
+
+    @field_validator("webhooks")
+    @classmethod
+    def _unique_names(cls, webhooks: list[WebhookConfig]) -> list[WebhookConfig]:
+        names = [webhook.name for webhook in webhooks]
+        for name in names:
+            if names.count(name) > 1:
+                raise ValueError(f"webhook name `{name}` appears twice")
+        return webhooks

@@ -38,12 +38,14 @@ class Notifier:
         settings: NotificationSettings,
         outbox: Outbox,
         secrets: Mapping[str, str | None],
+        urls: Mapping[str, str | None],
         metrics: GatewayMetrics,
     ) -> None:
         self._settings = settings
         self._outbox = outbox
-        self._webhooks = {webhook.url: webhook for webhook in settings.webhooks}
+        self._webhooks = {webhook.name: webhook for webhook in settings.webhooks}
         self._secrets = secrets  # secret_env -> its value (None: unset)
+        self._urls = urls  # webhook name -> its URL (None: its url_env is unset)
         self._metrics = metrics
         self._wake = asyncio.Event()
         self._pending: set[asyncio.Task[None]] = set()
@@ -63,7 +65,14 @@ class Notifier:
         for name, value in secrets.items():
             if not value:
                 log.warning("webhook_secret_unset", secret_env=name)
-        return cls(settings, Outbox(sessions), secrets, metrics)
+        urls = {
+            w.name: w.url if w.url_env is None else environ.get(w.url_env) or None
+            for w in settings.webhooks
+        }
+        for webhook in settings.webhooks:
+            if urls[webhook.name] is None:
+                log.warning("webhook_url_unset", webhook=webhook.name, url_env=webhook.url_env)
+        return cls(settings, Outbox(sessions), secrets, urls, metrics)
 
     @property
     def outbox(self) -> Outbox:
@@ -90,7 +99,7 @@ class Notifier:
             delivery_id = new_delivery_id()
             payload = body(delivery_id, event, data, now)
             try:
-                await self._outbox.add(webhook.url, event, payload, delivery_id)
+                await self._outbox.add(webhook.name, event, payload, delivery_id)
             except SQLAlchemyError as exc:
                 log.error("webhook_enqueue_failed", webhook_event=event, error=type(exc).__name__)
         self._wake.set()
@@ -118,7 +127,7 @@ class Notifier:
             await self._deliver(delivery)
 
     async def _deliver(self, delivery: Delivery) -> None:
-        webhook = self._webhooks.get(delivery.url)
+        webhook = self._webhooks.get(delivery.webhook)
         error = self._problem(webhook)
         if error is None:
             assert webhook is not None
@@ -149,6 +158,8 @@ class Notifier:
             return "the webhook is no longer configured"
         if webhook.secret_env is not None and not self._secrets.get(webhook.secret_env):
             return f"the signing secret variable {webhook.secret_env} is unset"
+        if self._urls.get(webhook.name) is None:
+            return f"the URL variable {webhook.url_env} is unset"
         return None
 
     async def _post(self, webhook: WebhookConfig, delivery: Delivery) -> str | None:
@@ -166,9 +177,12 @@ class Notifier:
             assert secret is not None
             headers["x-gateway-signature"] = signature(secret, timestamp, content)
         try:
-            response = await self._client.post(webhook.url, content=content, headers=headers)
+            url = self._urls[webhook.name]
+            assert url is not None
+            response = await self._client.post(url, content=content, headers=headers)
         except httpx.HTTPError as exc:
-            return f"{type(exc).__name__}: {exc}"
+            # The exception's text may quote the URL, which can be a secret (Slack's).
+            return type(exc).__name__
         if response.is_success:
             return None
         return f"HTTP {response.status_code}"

@@ -24,7 +24,7 @@ PENDING, DELIVERED, GAVE_UP = "pending", "delivered", "gave_up"
 @dataclass(frozen=True, slots=True)
 class Delivery:
     id: str
-    url: str
+    webhook: str  # its name in notifications.webhooks
     event: str
     payload: dict[str, Any]
     attempts: int
@@ -34,13 +34,15 @@ class Outbox:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
 
-    async def add(self, url: str, event: str, payload: dict[str, Any], delivery_id: str) -> None:
+    async def add(
+        self, webhook: str, event: str, payload: dict[str, Any], delivery_id: str
+    ) -> None:
         now = utcnow()
         async with self._sessions.begin() as session:
             session.add(
                 WebhookDelivery(
                     id=delivery_id,
-                    url=url,
+                    webhook=webhook,
                     event=event,
                     payload=payload,
                     status=PENDING,
@@ -72,7 +74,7 @@ class Outbox:
                 )
                 if taken.rowcount == 1:  # type: ignore[attr-defined]
                     claimed.append(
-                        Delivery(row.id, row.url, row.event, dict(row.payload), row.attempts)
+                        Delivery(row.id, row.webhook, row.event, dict(row.payload), row.attempts)
                     )
         return claimed
 
@@ -113,7 +115,7 @@ class Outbox:
         return [
             {
                 "id": row.id,
-                "url": row.url,
+                "webhook": row.webhook,
                 "event": row.event,
                 "status": row.status,
                 "attempts": row.attempts,

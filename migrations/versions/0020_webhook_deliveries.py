@@ -21,7 +21,7 @@ def upgrade() -> None:
     op.create_table(
         'webhook_deliveries',
         sa.Column('id', sa.String(length=36), nullable=False),
-        sa.Column('url', sa.String(length=2000), nullable=False),
+        sa.Column('webhook', sa.String(length=64), nullable=False),
         sa.Column('event', sa.String(length=64), nullable=False),
         sa.Column('payload', sa.JSON(), nullable=False),
         sa.Column('status', sa.String(length=16), nullable=False),

@@ -154,7 +154,7 @@ def test_gateway_variables_the_config_names_are_not_unknown(
     config.write_text(
         "models: [{name: gpt, provider: openai, api_key_env: GATEWAY_OPENAI_KEY}]\n"
         "notifications:\n"
-        "  webhooks: [{url: 'http://127.0.0.1:9/', events: [approval.requested],"
+        "  webhooks: [{name: hook, url: 'http://127.0.0.1:9/', events: [approval.requested],"
         " secret_env: GATEWAY_HOOK_SECRET}]\n"
     )
     monkeypatch.setenv("GATEWAY_OPENAI_KEY", "sk-test")
@@ -165,3 +165,29 @@ def test_gateway_variables_the_config_names_are_not_unknown(
 
     assert code == 0
     assert lines == []
+
+
+@pytest.mark.parametrize(
+    ("webhook", "message"),
+    [
+        ("{name: a, events: [approval.requested]}", "give exactly one of url and url_env"),
+        (
+            "{name: a, url: 'http://x/', url_env: X, events: [approval.requested]}",
+            "give exactly one of url and url_env",
+        ),
+        ("{name: a, url: 'ftp://x/', events: [approval.requested]}", "http:// or https://"),
+        ("{name: a, url: 'http://x/', events: [approval.sent]}", "notifications.webhooks.0"),
+    ],
+)
+def test_a_bad_webhook_is_named(
+    webhook: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_text(f"notifications:\n  webhooks: [{webhook}]\n")
+
+    code, lines = _run(["migrate", "--config", str(config)], capsys)
+
+    assert code == 2
+    assert lines
+    assert all(line.startswith(f"invalid configuration: {config}: notifications") for line in lines)
+    assert message in "\n".join(lines)

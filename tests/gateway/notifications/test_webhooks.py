@@ -31,7 +31,12 @@ APPROVAL_EVENTS = ["approval.requested", "approval.decided", "approval.expired"]
 def _notifications(url: str, **settings: Any) -> dict[str, Any]:
     return {
         "webhooks": [
-            {"url": f"{url}/ok", "events": APPROVAL_EVENTS, "secret_env": "HOOK_SECRET"},
+            {
+                "name": "reviewers",
+                "url": f"{url}/ok",
+                "events": APPROVAL_EVENTS,
+                "secret_env": "HOOK_SECRET",
+            },
         ],
         "admin_url": "https://gateway.example/admin",
         "poll_seconds": 0.05,
@@ -42,7 +47,11 @@ def _notifications(url: str, **settings: Any) -> dict[str, Any]:
 
 @contextmanager
 def replicas(
-    database_url: str, notifications: dict[str, Any], count: int = 1, **tool_loop: Any
+    database_url: str,
+    notifications: dict[str, Any],
+    count: int = 1,
+    environ: dict[str, str] | None = None,
+    **tool_loop: Any,
 ) -> Iterator[list[LoopStack]]:
     """``count`` gateways on one database, as replicas behind a load balancer."""
     loop = {
@@ -56,7 +65,7 @@ def replicas(
             stack.enter_context(
                 running_gateway(
                     database_url,
-                    {"HOOK_SECRET": SECRET},
+                    {"HOOK_SECRET": SECRET, **(environ or {})},
                     tools=make_catalog(),
                     tool_pinning=TRUSTED_LOCAL_TOOLS,
                     models=MODELS,
@@ -156,12 +165,19 @@ def test_failed_deliveries_are_retried_with_the_same_id_then_given_up_and_shown(
             hooks,
             max_attempts=3,
             webhooks=[
-                {"url": f"{hooks}/flaky", "events": requested, "secret_env": "HOOK_SECRET"},
-                {"url": f"{hooks}/down", "events": requested},
-                {"url": f"{hooks}/slack", "events": requested, "format": "slack"},
+                {
+                    "name": "flaky",
+                    "url": f"{hooks}/flaky",
+                    "events": requested,
+                    "secret_env": "HOOK_SECRET",
+                },
+                {"name": "down", "url": f"{hooks}/down", "events": requested},
+                # A Slack URL is a secret: it comes from a variable and is never shown.
+                {"name": "slack", "url_env": "SLACK_URL", "events": requested, "format": "slack"},
             ],
         )
-        with replicas(database_url, notifications) as [stack]:
+        slack_url = {"SLACK_URL": f"{hooks}/slack"}
+        with replicas(database_url, notifications, environ=slack_url) as [stack]:
             start(stack, "loop")
             attempts = receiver.wait_for("flaky", "approval.requested", count=3)
             receiver.wait_for("down", "approval.requested", count=3)
@@ -182,7 +198,7 @@ def test_failed_deliveries_are_retried_with_the_same_id_then_given_up_and_shown(
     assert len({a.headers["x-gateway-delivery"] for a in attempts}) == 1  # idempotency id
     for attempt in attempts:
         _assert_signed(attempt)
-    by_url = {d["url"].rsplit("/", 1)[1]: d for d in deliveries}
+    by_url = {d["webhook"]: d for d in deliveries}
     assert by_url["flaky"]["status"] == "delivered"
     assert by_url["flaky"]["attempts"] == 3
     assert by_url["down"]["status"] == "gave_up"
@@ -191,7 +207,8 @@ def test_failed_deliveries_are_retried_with_the_same_id_then_given_up_and_shown(
     assert all("x-gateway-signature" not in r.headers for r in unsigned)  # no secret_env
     assert page.status_code == 200
     assert "1 failing or given up" in page.text  # the unreachable one; the flaky one landed
-    assert f"{hooks}/down" in page.text
+    assert "<code>down</code>" in page.text
+    assert hooks not in page.text  # webhooks are named, never shown by URL
     assert "HTTP 500" in page.text
     text = slack.json["text"]
     assert "`transfer_money`" in text
