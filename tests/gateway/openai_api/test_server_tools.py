@@ -45,7 +45,7 @@ def test_a_call_awaiting_approval_answers_with_the_conversation_to_follow(
     assert loop_stack.catalog.calls == []
 
     [call] = conversation(loop_stack, conversation_id)["tool_calls"]
-    assert decide(loop_stack, call["id"], "approve").status_code == 200
+    assert decide(loop_stack, call["record_id"], "approve").status_code == 200
     follow(loop_stack, conversation_id)
 
     assert (
