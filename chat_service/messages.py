@@ -11,8 +11,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, SerializerFunctionWrapHandler, TypeAdapter
-from pydantic.functional_serializers import WrapSerializer
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    WrapSerializer,
+)
 
 from db.models import ConversationMessage
 from llm_service.types import (
@@ -23,6 +29,9 @@ from llm_service.types import (
     ToolResultMessage,
     UserMessage,
 )
+
+# A time in JSON as the API has always written it (``+00:00``, not pydantic's ``Z``).
+Timestamp = Annotated[datetime, PlainSerializer(datetime.isoformat, when_used="json")]
 
 AnyMessage = Annotated[Message, Field(discriminator="role")]
 MESSAGES: TypeAdapter[Message] = TypeAdapter(AnyMessage)
@@ -38,7 +47,7 @@ def message_json(message: Message) -> dict[str, Any]:
 class StoredMessage:
     id: int
     message: AnyMessage
-    created_at: datetime
+    created_at: Timestamp
 
     def to_json(self) -> dict[str, Any]:
         return STORED_MESSAGE.dump_python(self, mode="json")  # type: ignore[no-any-return]

@@ -20,7 +20,7 @@ from pydantic import Field, TypeAdapter
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from chat_service.messages import message_row
+from chat_service.messages import Timestamp, message_row
 from db.base import utcnow
 from db.models import AuditEvent, ToolCallRecord
 from llm_service.types import ToolResultMessage
@@ -72,17 +72,17 @@ class ToolCallView:
     arguments: dict[str, Any]
     state: CallState
     requested_by_key_id: int
-    expires_at: datetime | None
+    expires_at: Timestamp | None
     decided_by_key_id: int | None
     decision_reason: str | None
     policy_reason: str | None
     result: str | None
     result_is_error: bool
-    created_at: datetime
+    created_at: Timestamp
     definition_hash: str | None = None
-    decided_at: datetime | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
+    decided_at: Timestamp | None = None
+    started_at: Timestamp | None = None
+    finished_at: Timestamp | None = None
 
     def to_json(self) -> dict[str, Any]:
         return TOOL_CALL.dump_python(self, mode="json", by_alias=True)  # type: ignore[no-any-return]

@@ -58,7 +58,7 @@ def event_json(event: AuditEvent) -> dict[str, Any]:
         "actor_key_id": event.actor_key_id,
         "action": event.action,
         "conversation_id": event.conversation_id,
-        "tool_call_id": event.tool_call_id,
+        "record_id": event.tool_call_id,  # the tool call's record_id, as approvals name it
         "tool": event.tool_name,
         "detail": event.detail,
     }

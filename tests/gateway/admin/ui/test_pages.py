@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
 from tests.support.admin_ui import csrf_token, signed_in_client
 from tests.support.tool_loop import LoopStack
 
@@ -73,6 +76,30 @@ def test_rejecting_in_the_ui_tells_the_model_the_reason(ui_stack: LoopStack) -> 
         audit = admin.get("/v1/admin/audit", params={"conversation": conversation_id}).json()
     rejected = [e for e in audit["data"] if e["action"] == "tool_call.rejected"]
     assert len(rejected) == 1
+
+
+def decisions_counted(stack: LoopStack, decision: str) -> float:
+    metrics = httpx.get(f"{stack.gateway.url}/metrics").text
+    name = "llm_gateway_approval_decision_seconds_count"
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(metrics)
+        for sample in family.samples
+        if sample.name == name and sample.labels == {"decision": decision}
+    )
+
+
+def test_a_decision_in_the_ui_is_measured_like_one_through_the_api(ui_stack: LoopStack) -> None:
+    before = {verdict: decisions_counted(ui_stack, verdict) for verdict in ("approved", "rejected")}
+    _, approved = start_turn(ui_stack, "loop")
+    _, rejected = start_turn(ui_stack, "loop")
+    with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
+        token = csrf_token(client.get("/admin").text)
+        client.post(f"/admin/calls/{approved}/approve", data={"csrf_token": token})
+        client.post(f"/admin/calls/{rejected}/reject", data={"csrf_token": token, "reason": "no"})
+
+    assert decisions_counted(ui_stack, "approved") == before["approved"] + 1
+    assert decisions_counted(ui_stack, "rejected") == before["rejected"] + 1
 
 
 def test_keys_page_shows_a_new_key_once_and_revokes(ui_stack: LoopStack) -> None:
