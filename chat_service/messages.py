@@ -50,7 +50,8 @@ class StoredMessage:
     created_at: Timestamp
 
     def to_json(self) -> dict[str, Any]:
-        return STORED_MESSAGE.dump_python(self, mode="json")  # type: ignore[no-any-return]
+        data: dict[str, Any] = STORED_MESSAGE.dump_python(self, mode="json")
+        return data
 
 
 _ROW_FIELDS = ("id", "created_at")

@@ -85,7 +85,8 @@ class ToolCallView:
     finished_at: Timestamp | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return TOOL_CALL.dump_python(self, mode="json", by_alias=True)  # type: ignore[no-any-return]
+        data: dict[str, Any] = TOOL_CALL.dump_python(self, mode="json", by_alias=True)
+        return data
 
 
 # The JSON of a tool call, in the API and in persisted `tool_call.*` events.
