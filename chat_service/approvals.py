@@ -12,6 +12,10 @@ from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView
 from db.base import utcnow
 from governance import ToolGovernance
 
+# Told of every decision taken (the call as decided), wherever it was taken (API or admin UI):
+# the gateway counts it and resumes the turn.
+DecisionObserver = Callable[[ToolCallView], None]
+
 
 class Approvals:
     def __init__(
@@ -20,21 +24,24 @@ class Approvals:
         tools: ToolGovernance,
         settings: ToolLoopSettings,
         clock: Callable[[], datetime] = utcnow,
+        on_decision: DecisionObserver | None = None,
     ) -> None:
         self._calls = calls
         self._tools = tools
         self._settings = settings
         self._clock = clock
+        self._on_decision = on_decision
 
     async def pending(self) -> list[ToolCallView]:
         return await self._calls.in_states([CallState.AWAITING_APPROVAL])
 
     async def decide(
-        self, call_id: str, approver_key_id: int, approve: bool, reason: str | None
+        self, record_id: str, approver_key_id: int, approve: bool, reason: str | None
     ) -> ToolCallView:
-        call = await self._calls.get(call_id)
+        """Approve or reject a held call: single-use, audited (by the move), then observed."""
+        call = await self._calls.get(record_id)
         if call is None:
-            raise ToolCallNotFound(f"No tool call `{call_id}`.")
+            raise ToolCallNotFound(f"No tool call `{record_id}`.")
         if call.state is not CallState.AWAITING_APPROVAL:
             raise DecisionConflict(f"The call is `{call.state.value}`, not awaiting a decision.")
         if call.requested_by_key_id == approver_key_id and not self._settings.allow_self_approval:
@@ -49,6 +56,8 @@ class Approvals:
         )
         if moved is None:
             raise DecisionConflict("Another decision on this call came first.")
+        if self._on_decision is not None:
+            self._on_decision(moved)
         return moved
 
     async def _approve(
@@ -64,7 +73,7 @@ class Approvals:
                 "The tool's definition changed since the call was proposed; it cannot be approved."
             )
         return await self._calls.move(
-            call.id,
+            call.record_id,
             CallState.AWAITING_APPROVAL,
             CallState.APPROVED,
             actor_key_id=approver_key_id,
@@ -76,7 +85,7 @@ class Approvals:
     ) -> ToolCallView | None:
         text = f"Rejected by reviewer: {reason or 'no reason given'}"
         return await self._calls.move(
-            call.id,
+            call.record_id,
             CallState.AWAITING_APPROVAL,
             CallState.REJECTED,
             actor_key_id=approver_key_id,
@@ -97,7 +106,7 @@ class Approvals:
     async def expire(self, call: ToolCallView) -> ToolCallView | None:
         text = "The approval request expired; the call was not run."
         return await self._calls.move(
-            call.id,
+            call.record_id,
             CallState.AWAITING_APPROVAL,
             CallState.EXPIRED,
             result_message=result_message(call, text, True),

@@ -9,9 +9,14 @@ from datetime import datetime, timedelta
 import structlog
 from opentelemetry.trace import NoOpTracer, Tracer
 
-from chat_service import events
 from chat_service.config import ToolLoopSettings
-from chat_service.events import TurnEvent
+from chat_service.events import (
+    ToolCallAwaitingApproval,
+    ToolCallCompleted,
+    ToolCallCreated,
+    ToolCallStarted,
+    TurnEvent,
+)
 from chat_service.store import ConversationInfo
 from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView
 from db.base import utcnow
@@ -64,7 +69,7 @@ class ToolExecutor:
                 requested_by_key_id=conversation.api_key_id,
             )
             proposed.append((view, call))
-            yield events.tool_call_event("created", view.to_json())
+            yield ToolCallCreated(view)
         approved: list[ToolCallView] = []
         for index, (view, call) in enumerate(proposed):
             over_budget = index >= budget
@@ -74,9 +79,9 @@ class ToolExecutor:
             if moved.state is CallState.APPROVED:
                 approved.append(moved)
             elif moved.state is CallState.AWAITING_APPROVAL:
-                yield events.tool_call_event("awaiting_approval", moved.to_json())
+                yield ToolCallAwaitingApproval(moved)
             else:
-                yield events.tool_call_event("completed", moved.to_json())
+                yield ToolCallCompleted(moved)
         async for event in self.execute(approved):
             yield event
 
@@ -90,7 +95,7 @@ class ToolExecutor:
         if reason is not None or tool is None:
             log.warning("tool_call_denied", tool=call.name, reason=reason)
             return await self._calls.move(
-                view.id,
+                view.record_id,
                 CallState.PROPOSED,
                 CallState.DENIED_BY_POLICY,
                 result_message=result_message(view, f"Denied by policy: {reason}", True),
@@ -108,13 +113,13 @@ class ToolExecutor:
         if verdict.requires_approval:
             expires_at = self._clock() + timedelta(seconds=self._settings.approval_expiry_seconds)
             return await self._calls.move(
-                view.id,
+                view.record_id,
                 CallState.PROPOSED,
                 CallState.AWAITING_APPROVAL,
                 changes={**identity, "expires_at": expires_at},
             )
         return await self._calls.move(
-            view.id, CallState.PROPOSED, CallState.APPROVED, changes=identity
+            view.record_id, CallState.PROPOSED, CallState.APPROVED, changes=identity
         )
 
     async def execute(self, calls: list[ToolCallView]) -> AsyncIterator[TurnEvent]:
@@ -122,17 +127,17 @@ class ToolExecutor:
         started: list[ToolCallView] = []
         for call in calls:
             moved = await self._calls.move(
-                call.id,
+                call.record_id,
                 CallState.APPROVED,
                 CallState.EXECUTING,
                 changes={"started_at": self._clock()},
             )
             if moved is not None:
                 started.append(moved)
-                yield events.tool_call_event("started", moved.to_json())
+                yield ToolCallStarted(moved)
         finished = await asyncio.gather(*(self._run(call) for call in started))
         for call in finished:
-            yield events.tool_call_event("completed", call.to_json())
+            yield ToolCallCompleted(call)
 
     async def _run(self, call: ToolCallView) -> ToolCallView:
         timeout = self._settings.tool_timeout_seconds
@@ -141,7 +146,7 @@ class ToolExecutor:
             # The catalog enforces the timeout with protocol cancellation; this is the backstop.
             async with asyncio.timeout(timeout + 5):
                 with span(self._tracer, f"tool {call.tool_name}") as current:
-                    current.set_attribute("gateway.tool_call_id", call.id)
+                    current.set_attribute("gateway.tool_call.record_id", call.record_id)
                     result = await self._tools.call_tool(call.tool_name, call.arguments, timeout)
                     current.set_attribute("gateway.tool_error", result.is_error)
         except TimeoutError:
@@ -155,7 +160,7 @@ class ToolExecutor:
         if result.is_error and state is CallState.SUCCEEDED:
             state = CallState.FAILED
         moved = await self._calls.move(
-            call.id,
+            call.record_id,
             CallState.EXECUTING,
             state,
             result_message=result_message(call, result.content, result.is_error),

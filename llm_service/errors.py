@@ -12,6 +12,8 @@ class GatewayError(Exception):
     status_code: int = 500
     error_type: str = "api_error"
     code: str | None = None
+    # Seconds the caller should wait before trying again (sent as ``Retry-After``), when known.
+    retry_after: float | None = None
 
     def __init__(self, message: str, *, param: str | None = None) -> None:
         super().__init__(message)

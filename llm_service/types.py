@@ -2,6 +2,10 @@
 
 Adapters import this module and nothing above it. Everything is an immutable dataclass so a
 conversation can be handed to any provider, replayed, or persisted without defensive copies.
+
+Each member of a union (messages, content parts) carries a constant field that names its kind
+(``role``, ``type``), defaulted so code constructs them as before: serialized, a message says
+what it is, and one pydantic ``TypeAdapter`` reads it back losslessly (chat_service.messages).
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ from typing import Any, Literal
 @dataclass(frozen=True, slots=True)
 class TextPart:
     text: str
+    type: Literal["text"] = "text"
 
 
 @dataclass(frozen=True, slots=True)
 class ImagePart:
     url: str  # http(s) URL or a data: URL
     detail: str | None = None
+    type: Literal["image"] = "image"
 
 
 ContentPart = TextPart | ImagePart
@@ -27,11 +33,13 @@ ContentPart = TextPart | ImagePart
 @dataclass(frozen=True, slots=True)
 class SystemMessage:
     content: str
+    role: Literal["system"] = "system"
 
 
 @dataclass(frozen=True, slots=True)
 class UserMessage:
     content: str | tuple[ContentPart, ...]
+    role: Literal["user"] = "user"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +66,7 @@ class AssistantMessage:
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     thinking: tuple[Thinking, ...] = ()
+    role: Literal["assistant"] = "assistant"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +75,7 @@ class ToolResultMessage:
     content: str
     name: str | None = None
     is_error: bool = False
+    role: Literal["tool"] = "tool"
 
 
 Message = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
