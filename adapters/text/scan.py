@@ -49,8 +49,8 @@ class _Scanner:
 
     @property
     def _markers(self) -> tuple[str, ...]:
-        think = self.fmt.think_tags[0]
-        return (think, *self.fmt.markers) if self.tools else (think,)
+        always = (self.fmt.think_tags[0], *self.fmt.end_tokens)
+        return (*always, *self.fmt.markers) if self.tools else always
 
     def _leading_step(self, pos: int) -> int | None:
         """At the reply's start (only whitespace or reasoning so far): a whole-reply call?"""
@@ -59,9 +59,9 @@ class _Scanner:
             return pos
         text = self.text
         start = skip_ws(text, pos)
-        think = self.fmt.think_tags[0]
-        if text.startswith(think, start):
+        if text.startswith(self._markers, start):  # e.g. [TOOL_CALLS], though "[" opens too
             return self._marker_step(pos)
+        think = self.fmt.think_tags[0]
         if text.startswith(self.fmt.openers, start):
             if not self.final:
                 return None
@@ -90,7 +90,17 @@ class _Scanner:
             return index
         if marker == self.fmt.think_tags[0]:
             return self._think(index)
+        if marker in self.fmt.end_tokens:
+            return self._end_token(index, marker)
         return self._block(index, marker)
+
+    def _end_token(self, index: int, token: str) -> int | None:
+        """Dropped at the end of the reply (with the whitespace after it); text elsewhere."""
+        after = index + len(token)
+        if skip_ws(self.text, after) < len(self.text):
+            self._text(token)
+            return after
+        return len(self.text) if self.final else None
 
     def _block(self, index: int, marker: str) -> int | None:
         block = self.fmt.parse_block(
