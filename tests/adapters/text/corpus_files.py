@@ -39,6 +39,8 @@ class CorpusCase:
     calls: list[tuple[str, dict[str, Any]]]
     reasoning: str | None = None
     tool_choice: str | None = None
+    # The chat template ended the prompt with the opening reasoning tag (detected from it).
+    reasoning_open: bool = False
     rule: str | None = None
     note: str = field(default="", compare=False)
 
@@ -67,6 +69,7 @@ def _case(fmt: str, raw: dict[str, Any]) -> CorpusCase:
         calls=calls,
         reasoning=raw.get("reasoning"),
         tool_choice=raw.get("tool_choice"),
+        reasoning_open=raw.get("reasoning_open", False),
         rule=raw.get("rule"),
         note=raw.get("note", ""),
     )

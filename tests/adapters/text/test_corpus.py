@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from adapters.text.adapter import TextToolsAdapter
+from adapters.text.adapter import Choice, TextToolsAdapter
 from adapters.text.select import FORMATS
 from llm_service.types import (
     AssistantMessage,
@@ -93,13 +93,22 @@ def expected(case: CorpusCase) -> Outcome:
     return Outcome(case.content, case.calls, case.reasoning, reason)
 
 
+def adapter_for(case: CorpusCase, inner: Replay) -> TextToolsAdapter:
+    fmt = FORMATS[case.format]
+
+    async def from_template() -> Choice:
+        return Choice(fmt, reasoning_open=True)
+
+    return TextToolsAdapter(inner, fmt, detect=from_template if case.reasoning_open else None)
+
+
 async def whole(case: CorpusCase) -> Outcome:
-    adapter = TextToolsAdapter(Replay([case.output]), FORMATS[case.format])
+    adapter = adapter_for(case, Replay([case.output]))
     return outcome_of(await adapter.complete(request_for(case)))
 
 
 async def streamed(case: CorpusCase, chunks: list[str]) -> Outcome:
-    adapter = TextToolsAdapter(Replay(chunks), FORMATS[case.format])
+    adapter = adapter_for(case, Replay(chunks))
     events = [e async for e in adapter.stream(request_for(case))]
     done = events.pop()
     assert isinstance(done, StreamDone)

@@ -46,7 +46,7 @@ async def test_format_corpus_over_http(upstream: tuple[FakeOpenAI, str], fmt: st
     adapter = TextToolsAdapter(inner, FORMATS[fmt])
     failures: list[str] = []
     try:
-        for case in (c for c in CASES if c.format == fmt):
+        for case in (c for c in CASES if c.format == fmt and not c.reasoning_open):
             failures += await _run(adapter, fake, case)
     finally:
         await inner.aclose()
