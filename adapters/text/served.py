@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-PROBE_SECONDS = 5.0
+PROBE_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
