@@ -36,10 +36,30 @@ class ChunkWriter:
             "created": int(time.time()),
             "model": model,
         }
+        # Per streamed call index: whether any argument text was sent for it.
+        self._has_arguments: dict[int, bool] = {}
 
     def chunk(self, delta: JSON, finish_reason: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
         return sse({**self._base, "choices": [choice]})
+
+    def event(self, event: TextDelta | ThinkingDelta | ToolCallDelta) -> bytes:
+        if isinstance(event, ToolCallDelta):
+            sent = self._has_arguments.get(event.index, False)
+            self._has_arguments[event.index] = sent or bool(event.arguments)
+        return self.chunk(_delta(event))
+
+    def empty_arguments(self) -> list[bytes]:
+        """``{}`` for every call that got no argument text, as a whole reply gives.
+
+        Providers stream a call without arguments as nothing (Anthropic: one empty
+        ``input_json_delta``); callers join the pieces and parse them, and ``""`` is not JSON.
+        """
+        return [
+            self.chunk({"tool_calls": [{"index": index, "function": {"arguments": "{}"}}]})
+            for index, sent in self._has_arguments.items()
+            if not sent
+        ]
 
     def usage(self, usage: Usage) -> bytes:
         return sse({**self._base, "choices": [], "usage": usage_json(usage)})
@@ -75,12 +95,14 @@ async def openai_sse(
         while event is not None:
             if isinstance(event, StreamDone):
                 on_done(event)
+                for chunk in writer.empty_arguments():
+                    yield chunk
                 yield writer.chunk({}, event.response.finish_reason)
                 if include_usage:
                     yield writer.usage(event.response.usage)
                 yield DONE
                 return
-            yield writer.chunk(_delta(event))
+            yield writer.event(event)
             event = await anext(rest, None)
     except GatewayError as exc:
         on_error(exc)
