@@ -17,11 +17,11 @@ from adapters.text.history import declared_tools, text_request
 from adapters.text.jsonscan import dumps
 from adapters.text.scan import ContentJoin, StreamParser, parse_reply
 from adapters.text.select import resolve
-from llm_service.adapter import ChatAdapter
 from llm_service.assemble import StreamAssembler, finish_reason
 from llm_service.config import ModelConfig
 from llm_service.types import (
     AssistantMessage,
+    ChatAdapter,
     ChatRequest,
     ChatResponse,
     StreamDone,
