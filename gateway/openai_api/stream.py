@@ -37,7 +37,9 @@ class ChunkWriter:
         return self.chunk({"role": "assistant", "content": ""})
 
     def delta(self, event: TextDelta | ThinkingDelta | ToolCallDelta) -> bytes:
-        return self.chunk(_delta(event))
+        # ``chunk`` inlined: this runs for every chunk of every stream.
+        choice = {"index": 0, "delta": _delta(event), "finish_reason": None, "logprobs": None}
+        return frame(orjson.dumps({**self._base, "choices": [choice]}))
 
     def done(self, response: ChatResponse) -> bytes:
         end = self.chunk({}, response.finish_reason)

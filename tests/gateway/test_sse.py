@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import orjson
+
 from adapters.sse import sse_data
 from gateway.sse import frame
 
@@ -22,10 +24,10 @@ def test_id_and_event_lines_come_before_the_data() -> None:
     assert frame(b"{}", "gone") == b"event: gone\ndata: {}\n\n"
 
 
-async def test_data_of_several_lines_reads_back_whole() -> None:
-    body = frame(b"first\nsecond", "note") + frame(b"[DONE]")
+async def test_json_holding_newlines_is_still_one_data_line_and_reads_back_whole() -> None:
+    note = {"html": "<li>\n  held\n</li>"}
+    body = frame(orjson.dumps(note), "call") + frame(b"[DONE]")
 
-    assert [data async for data in sse_data(_chunks(body[:9], body[9:]))] == [
-        b"first\nsecond",
-        b"[DONE]",
-    ]
+    assert len(body.split(b"\n\n")[0].split(b"\n")) == 2  # the event line, one data line
+    read = [data async for data in sse_data(_chunks(body[:9], body[9:]))]
+    assert [orjson.loads(read[0]), read[1]] == [note, b"[DONE]"]
