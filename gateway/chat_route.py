@@ -114,9 +114,7 @@ async def serve_chat(request: Request, api: ChatApi[Body]) -> Response:
         context.provider = served.provider
         context.usage = response.usage
         await services.limits.charge(principal, served.alias, response.usage)
-        reply = json_response(api.whole(response, reply_id, model))
-        reply.headers.update(served_headers(served))
-        return reply
+        return json_response(api.whole(response, reply_id, model), headers=served_headers(served))
 
     # Errors before the first event still get a proper status code; after it, an SSE error.
     routed = await services.router.stream(model, chat_request)

@@ -47,9 +47,7 @@ async def _server_tools_answer(
     answer = ChatResponse(AssistantMessage(content=outcome.content), "stop", Usage(), body.model)
     headers = {"x-gateway-conversation-id": outcome.conversation_id}
     if not body.stream:
-        response = json_response(completion_json(answer, completion_id, body.model))
-        response.headers.update(headers)
-        return response
+        return json_response(completion_json(answer, completion_id, body.model), headers=headers)
     return sse.EventStreamResponse(
         replayed(_chunk_writer(completion_id, body), answer), headers=headers
     )
