@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _migrate(settings: Settings, args: argparse.Namespace) -> int:
     # Alembic is imported here only: a serving replica never needs it (db/schema.py).
-    from db.migrate import downgrade, upgrade
+    from migrations.commands import downgrade, upgrade
 
     if args.command == "migrate":
         upgrade(settings.database_url, args.revision)

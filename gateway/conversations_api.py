@@ -14,10 +14,10 @@ from chat_service.events import TurnEvent, summarize
 from chat_service.store import ConversationInfo
 from gateway import sse
 from gateway.auth import CurrentPrincipal, ServicesDep, authorize_model
-from gateway.event_stream import EventStreamResponse
 from gateway.keys import Principal
 from gateway.responses import json_response
 from gateway.services import Services
+from gateway.sse import EventStreamResponse
 from llm_service.types import UserMessage
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])

@@ -32,6 +32,13 @@ class ModelNotFound(GatewayError):
     code = "model_not_found"
 
 
+class InternalError(GatewayError):
+    """The gateway's own code failed while calling a model (an adapter's included): a bug to
+    fix, reported as a 500 and never counted against the deployment's health."""
+
+    code = "internal_error"
+
+
 class ModelUnavailable(GatewayError):
     status_code = 503
     error_type = "service_unavailable"

@@ -20,11 +20,11 @@ from adapters.text.jsonscan import dumps
 from adapters.text.scan import ContentJoin, StreamParser, parse_reply
 from adapters.text.select import choose, resolve
 from adapters.text.served import served_model
-from llm_service.adapter import ChatAdapter
 from llm_service.assemble import StreamAssembler, finish_reason
 from llm_service.config import ModelConfig
 from llm_service.types import (
     AssistantMessage,
+    ChatAdapter,
     ChatRequest,
     ChatResponse,
     StreamDone,

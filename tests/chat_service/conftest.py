@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from db.migrate import upgrade
+from migrations.commands import upgrade
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ import yaml
 from sqlalchemy import select
 
 from db.engine import create_engine
-from db.migrate import upgrade
 from db.models import AuditEvent, UsageRecord
+from migrations.commands import upgrade
 from tests.support.databases import postgres_database
 from tests.support.gateway import create_key, running_gateway
 from tests.support.processes import REPO, gateway_process, kill_hard

@@ -9,14 +9,15 @@ from typing import Any
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import JSON, DateTime, Executable, column, insert, inspect, select, table
 from sqlalchemy.engine import Connection
 
 from db.base import Base
 from db.engine import create_engine
-from db.migrate import downgrade, head_revision, upgrade
 from db.models import ConversationMessage
 from db.schema import SCHEMA_HEAD, current_revision
+from migrations.commands import alembic_config, downgrade, upgrade
 
 
 def _tables_and_revision(database_url: str) -> tuple[set[str], str | None]:
@@ -51,7 +52,7 @@ def _differences(database_url: str) -> list[object]:
 def test_upgrade_downgrade_upgrade(database_url: str) -> None:
     upgrade(database_url)
     tables, revision = _tables_and_revision(database_url)
-    assert revision == head_revision()
+    assert revision == SCHEMA_HEAD
     assert {"api_keys", "usage_records"} <= tables
 
     downgrade(database_url, "base")
@@ -60,7 +61,7 @@ def test_upgrade_downgrade_upgrade(database_url: str) -> None:
     assert tables <= {"alembic_version"}
 
     upgrade(database_url)
-    assert _tables_and_revision(database_url)[1] == head_revision()
+    assert _tables_and_revision(database_url)[1] == SCHEMA_HEAD
 
 
 def test_models_and_migrations_agree(database_url: str) -> None:
@@ -72,12 +73,13 @@ def test_upgrade_creates_the_sqlite_folder(tmp_path: Path) -> None:
     """A fresh checkout has no ./var: `make run` migrates into it."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'fresh' / 'var' / 'gateway.db'}"
     upgrade(url)
-    assert _tables_and_revision(url)[1] == head_revision()
+    assert _tables_and_revision(url)[1] == SCHEMA_HEAD
 
 
 def test_the_expected_head_is_alembics_head() -> None:
     """/readyz compares against SCHEMA_HEAD without importing Alembic: it must be the newest."""
-    assert head_revision() == SCHEMA_HEAD
+    head = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    assert head == SCHEMA_HEAD
 
 
 _CONVERSATIONS = table(

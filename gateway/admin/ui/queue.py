@@ -18,9 +18,9 @@ from gateway.admin.ui.rendering import render, render_fragment
 from gateway.admin.ui.security import SecuredRoute, SignedIn, check_csrf
 from gateway.admin.ui.sessions import SessionInfo
 from gateway.auth import ServicesDep
-from gateway.event_stream import EventStreamResponse
 from gateway.services import Services
 from gateway.shutdown import Drain
+from gateway.sse import EventStreamResponse, frame
 
 router = APIRouter(prefix="/admin", route_class=SecuredRoute, include_in_schema=False)
 
@@ -75,7 +75,7 @@ async def decide(
 
 
 def _event(kind: str, data: dict[str, str]) -> bytes:
-    return f"event: {kind}\ndata: ".encode() + orjson.dumps(data) + b"\n\n"
+    return frame(orjson.dumps(data), kind)
 
 
 async def _queue_feed(
