@@ -46,6 +46,9 @@ class MCPServerConfig(BaseModel):
     )
     max_concurrency: int = Field(4, gt=0)
     call_timeout: float | None = Field(None, gt=0, description="default per-call timeout, seconds")
+    ping_interval: float | None = Field(
+        None, gt=0, description="seconds between pings; default tool_catalog.ping_interval"
+    )
 
     @model_validator(mode="after")
     def _transport_needs(self) -> MCPServerConfig:
@@ -83,6 +86,9 @@ class CatalogSettings(BaseModel):
     call_timeout: float = Field(60.0, gt=0)
     max_result_chars: int = Field(32_000, gt=100)
     refresh_interval: float = Field(300.0, gt=0)
+    ping_interval: float = Field(
+        30.0, gt=0, description="seconds between pings, so a server that died while idle is noticed"
+    )
     retry_initial: float = Field(1.0, gt=0)
     retry_max: float = Field(60.0, gt=0)
     bundles: list[BundleConfig] = Field(default_factory=list)

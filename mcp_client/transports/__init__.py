@@ -18,9 +18,11 @@ def backend_factory(config: MCPServerConfig, environ: Mapping[str, str]) -> Back
         if config.transport == "http_manifest":
             return HTTPManifestBackend(config, environ)
         if config.transport == "stdio":
-            return MCPSessionBackend(stdio.opener(config), on_tools_changed)
-        if config.transport == "sse":
-            return MCPSessionBackend(sse.opener(config, environ), on_tools_changed)
-        return MCPSessionBackend(streamable_http.opener(config, environ), on_tools_changed)
+            opener = stdio.opener(config)
+        elif config.transport == "sse":
+            opener = sse.opener(config, environ)
+        else:
+            opener = streamable_http.opener(config, environ)
+        return MCPSessionBackend(opener, on_tools_changed, server=config.name)
 
     return build

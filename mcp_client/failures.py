@@ -1,0 +1,29 @@
+"""One-line reasons for logs, /readyz and error results, chosen by exception type and status."""
+
+from __future__ import annotations
+
+import httpx2
+from mcp.shared.exceptions import MCPError
+
+from mcp_client.backend import BackendUnavailable
+from mcp_client.http_watch import describe_refusal, refusal_of
+
+
+def describe_failure(exc: BaseException | None) -> str:
+    """The innermost cause of a (task-group) failure, readable by an operator."""
+    if exc is None:
+        return "the connection closed"
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if isinstance(exc, httpx2.HTTPStatusError):  # e.g. the SSE transport's GET refused
+        response = exc.response
+        refusal = refusal_of(response.request.method, response.status_code, had_session=False)
+        if refusal is not None:
+            return describe_refusal(refusal)
+        return f"the server answered HTTP {response.status_code}"
+    if isinstance(exc, MCPError):
+        return f"protocol error: {exc.error.message}"
+    if isinstance(exc, BackendUnavailable):
+        return str(exc)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
