@@ -58,9 +58,10 @@ async def call_as_task(run: TaskRun) -> types.CallToolResult:
     Raises MCPError (REQUEST_TIMEOUT when the deadline passes: the task is then cancelled),
     TaskCancelled, or whatever the session raises for a dead connection.
     """
-    task = await _create(run)
+    created = await _create(run)
+    task = created.task_id
     try:
-        await _poll_until_settled(run, task)
+        await _poll_until_settled(run, created)
         if run.remaining() <= 0:
             raise MCPError(code=types.REQUEST_TIMEOUT, message="the task ran past its deadline")
         return await run.session.send_request(
@@ -74,7 +75,7 @@ async def call_as_task(run: TaskRun) -> types.CallToolResult:
         raise
 
 
-async def _create(run: TaskRun) -> str:
+async def _create(run: TaskRun) -> types.Task:
     call = run.call
     ttl_ms = math.ceil((call.limit + _TTL_MARGIN_SECONDS) * 1000)
     params = {
@@ -89,13 +90,17 @@ async def _create(run: TaskRun) -> str:
     raw = await run.dispatcher.send_raw_request("tools/call", params, options)
     created = types.CreateTaskResult.model_validate(raw, by_name=False)
     await _report(run, created.task)
-    return created.task.task_id
+    return created.task
 
 
-async def _poll_until_settled(run: TaskRun, task_id: str) -> None:
+async def _poll_until_settled(run: TaskRun, created: types.Task) -> None:
     """Poll ``tasks/get`` until the task is done or needs input (``tasks/result`` carries that)."""
-    interval = run.poll_interval
-    last_status: str | None = "working"
+    task_id, last_status = created.task_id, created.status
+    interval = created.poll_interval / 1000 if created.poll_interval else run.poll_interval
+    if last_status == "cancelled":
+        raise TaskCancelled(created.status_message or "the server cancelled the task")
+    if last_status in _TERMINAL or last_status == "input_required":
+        return
     while True:
         wait = min(interval, run.remaining())
         if wait <= 0:
