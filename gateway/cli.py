@@ -64,7 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "mcp-conformance-client":  # needs no config, database or settings
         from mcp_client.conformance import run
 
-        return run(args.url, os.environ.get("MCP_CONFORMANCE_SCENARIO", ""))
+        scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+        return run(args.url, scenario, os.environ.get("MCP_CONFORMANCE_CONTEXT"))
     try:
         settings = _settings(args.config)
     except ConfigError as exc:

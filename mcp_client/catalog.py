@@ -7,12 +7,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
+from mcp.client.auth import TokenStorage
 
 from mcp_client.backend import BackendFactory, ToolCall
 from mcp_client.config import CatalogSettings, MCPServerConfig
 from mcp_client.hooks import NO_HOOKS, CallHooks
 from mcp_client.index import ServedTools, build_index, offered_to
 from mcp_client.local_tools import LocalTool, LocalToolBackend
+from mcp_client.oauth import Consent
 from mcp_client.results import error_result, truncate
 from mcp_client.supervisor import ServerPolicy, ServerStatus, ServerSupervisor
 from mcp_client.transports import backend_factory
@@ -50,13 +52,22 @@ class MCPToolCatalog(ToolCatalog):
         servers: Sequence[MCPServerConfig],
         settings: CatalogSettings,
         environ: Mapping[str, str],
+        *,
+        tokens: Callable[[str], TokenStorage] | None = None,
+        consent: Consent | None = None,
     ) -> MCPToolCatalog:
-        """``environ`` supplies the values named by each server's ``headers_env``."""
+        """``environ`` supplies the values each server's config names (``headers_env``, OAuth
+        secrets). ``tokens(server)`` keeps a server's OAuth tokens (default: in memory) and
+        ``consent`` approves authorization-code requests (default: none; docs/mcp.md)."""
         catalog = cls(settings)
         for server in servers:
-            catalog.add_server(
-                server.name, server.transport, policy_of(server), backend_factory(server, environ)
+            factory = backend_factory(
+                server,
+                environ,
+                tokens=tokens(server.name) if tokens else None,
+                consent=consent,
             )
+            catalog.add_server(server.name, server.transport, policy_of(server), factory)
         return catalog
 
     def add_server(

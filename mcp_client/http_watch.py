@@ -52,11 +52,14 @@ class HTTPWatch:
     """One connection's record of refused requests; a fresh one per session."""
 
     def __init__(self) -> None:
+        self._endpoint: httpx2.URL | None = None
         self._by_token: dict[str, Refusal] = {}
         self.last: Refusal | None = None  # the latest refusal on this connection, any request
 
     async def on_response(self, response: httpx2.Response) -> None:
         request = response.request
+        if self._endpoint is not None and request.url.copy_with(query=None) != self._endpoint:
+            return  # e.g. OAuth discovery: its 404s say nothing about the MCP endpoint
         refusal = refusal_of(
             request.method, response.status_code, SESSION_HEADER in request.headers
         )
@@ -74,7 +77,9 @@ class HTTPWatch:
     def forget(self, token: str) -> None:
         self._by_token.pop(token, None)
 
-    def event_hooks(self) -> dict[str, list[Any]]:
+    def event_hooks(self, endpoint: str) -> dict[str, list[Any]]:
+        """Hooks for an httpx2 client whose MCP requests go to ``endpoint``."""
+        self._endpoint = httpx2.URL(endpoint).copy_with(query=None)
         return {"response": [self.on_response]}
 
 

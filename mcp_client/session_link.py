@@ -14,6 +14,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp import ClientSession
+from mcp.client.auth import OAuthFlowError
 from mcp.client.session import ElicitationFnT, MessageHandlerFnT
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
@@ -63,7 +64,13 @@ class SessionLink:
         self._marked_lost = True
 
     def reason(self) -> str:
-        """Why the session could not be opened or was lost."""
+        """Why the session could not be opened or was lost: an authorization failure or a
+        missing secret says most; then how the server refused us; then whatever failed."""
+        failure = self._failure
+        while isinstance(failure, BaseExceptionGroup) and len(failure.exceptions) == 1:
+            failure = failure.exceptions[0]
+        if isinstance(failure, OAuthFlowError | BackendUnavailable):
+            return describe_failure(failure)
         if self.watch.last is not None:
             return describe_refusal(self.watch.last)
         return describe_failure(self._failure)

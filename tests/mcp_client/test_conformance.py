@@ -1,9 +1,10 @@
 """The official MCP conformance suite (npm's @modelcontextprotocol/conformance, on Node 22 from the
-npm registry) runs its client scenarios against `llm-gateway mcp-conformance-client`.
+npm registry) runs each of its client scenarios against `llm-gateway mcp-conformance-client`.
 
-The auth/* scenarios need OAuth for tool servers, which is not built yet: the command refuses
-them with a reason, and the suite's list is compared with ours so a scenario the suite adds is
-noticed rather than silently left out.
+Scenarios run one at a time: in parallel on a small machine the suite's timing checks (sse-retry)
+and our discovery timeouts measure the machine, not the client. The scenarios we do not pass are
+listed, with the reason, in conformance-expected-failures.yml; they must keep failing (a strict
+xfail), so the list is corrected when one starts to pass.
 """
 
 from __future__ import annotations
@@ -17,22 +18,54 @@ from pathlib import Path
 import pytest
 
 from mcp_client.conformance import run
-from tests.support.node_tools import NodeTools, node_tools
+from tests.support.node_tools import node_tools
 
-SCENARIOS = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
 COMMAND = f"{sys.executable} -m gateway.cli mcp-conformance-client"
-REPO = Path(__file__).resolve().parents[2]
-_RUN_SECONDS = 180
+EXPECTED_FAILURES = re.findall(
+    r"^\s+- (\S+)", (HERE / "conformance-expected-failures.yml").read_text(), re.MULTILINE
+)
+# The suite's client scenarios (0.1.16); a test below fails when the suite lists others.
+SCENARIOS = [
+    "initialize",
+    "tools_call",
+    "elicitation-sep1034-client-defaults",
+    "sse-retry",
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/client-credentials-jwt",
+    "auth/client-credentials-basic",
+    "auth/cross-app-access-complete-flow",
+]
+_RUN_SECONDS = 240
 
 
-@pytest.fixture(scope="module")
-def tools() -> NodeTools:
-    return node_tools()
+def _expectation(scenario: str) -> pytest.MarkDecorator | tuple[()]:
+    if scenario in EXPECTED_FAILURES:
+        return pytest.mark.xfail(reason="conformance-expected-failures.yml", strict=True)
+    return ()
 
 
-def test_every_client_scenario_of_the_suite_is_run_or_known_to_need_oauth(
-    tools: NodeTools,
-) -> None:
+def test_the_scenarios_are_the_suites() -> None:
+    tools = node_tools()
     listing = subprocess.run(
         [*tools.conformance, "list", "--client"],
         capture_output=True,
@@ -40,12 +73,15 @@ def test_every_client_scenario_of_the_suite_is_run_or_known_to_need_oauth(
         check=True,
         timeout=_RUN_SECONDS,
     ).stdout
-    listed = re.findall(r"^\s+- (\S+)", listing, re.MULTILINE)
-    assert [name for name in listed if not name.startswith("auth/")] == SCENARIOS
+    assert re.findall(r"^\s+- (\S+)", listing, re.MULTILINE) == SCENARIOS
+    assert set(EXPECTED_FAILURES) <= set(SCENARIOS)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_the_suites_client_scenario_passes(scenario: str, tools: NodeTools, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "scenario", [pytest.param(name, marks=_expectation(name)) for name in SCENARIOS]
+)
+def test_the_suites_client_scenario_passes(scenario: str, tmp_path: Path) -> None:
+    tools = node_tools()
     command = [
         *tools.conformance,
         "client",
@@ -54,22 +90,26 @@ def test_the_suites_client_scenario_passes(scenario: str, tools: NodeTools, tmp_
         "--scenario",
         scenario,
         "--timeout",
-        "120000",
+        str(_RUN_SECONDS * 1000 // 2),
         "--output-dir",
         str(tmp_path),
     ]
     finished = subprocess.run(
         command, check=False, cwd=REPO, capture_output=True, text=True, timeout=_RUN_SECONDS
     )
-    report = "\n".join([finished.stdout[-4000:], finished.stderr[-4000:]])
-    (checks_file,) = tmp_path.glob("*/checks.json")
+    (checks_file,) = tmp_path.glob("**/checks.json")
+    client_log = "".join(p.read_text() for p in checks_file.parent.glob("std*.txt"))
+    report = "\n".join([finished.stdout[-3000:], client_log[-3000:]])
     checks = json.loads(checks_file.read_text(encoding="utf-8"))
-    statuses = {check["id"]: check["status"] for check in checks}
-    assert "FAILURE" not in statuses.values(), report
-    assert "SUCCESS" in statuses.values(), report
+    statuses = [check["status"] for check in checks]
+    assert "FAILURE" not in statuses, report
+    assert "WARNING" not in statuses, report
+    assert "SUCCESS" in statuses, report
     assert finished.returncode == 0, report
 
 
-def test_auth_scenarios_are_refused_with_the_reason(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run("http://127.0.0.1:9/mcp", "auth/metadata-default") == 1
-    assert "OAuth for tool servers is not supported yet" in capsys.readouterr().err
+def test_an_unsupported_scenario_is_refused_with_the_reason(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run("http://127.0.0.1:9/mcp", "auth/cross-app-access-complete-flow") == 1
+    assert "SEP-990" in capsys.readouterr().err
