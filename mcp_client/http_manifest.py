@@ -20,7 +20,7 @@ import structlog
 
 from mcp_client.backend import BackendUnavailable, RemoteTool
 from mcp_client.config import MCPServerConfig
-from mcp_client.results import error_result
+from mcp_client.results import error_result, timeout_result
 from mcp_client.transports.headers import resolve_headers
 from mcp_client.types import ToolResult
 
@@ -119,7 +119,7 @@ class HTTPManifestBackend:
         except BackendUnavailable as exc:
             return error_result(f"tool server unavailable: {exc}")
         except httpx.TimeoutException:
-            return error_result(f"the tool did not answer within {timeout:g} s")
+            return timeout_result(f"the tool did not answer within {timeout:g} s")
         except httpx.HTTPError as exc:
             return error_result(f"the tool server could not be reached: {type(exc).__name__}")
         return _result(response)

@@ -11,7 +11,7 @@ from typing import Any
 import structlog
 
 from mcp_client.backend import RemoteTool
-from mcp_client.results import error_result
+from mcp_client.results import error_result, timeout_result
 from mcp_client.types import ToolResult
 
 ToolHandler = Callable[[dict[str, Any]], Awaitable[ToolResult | str | dict[str, Any]]]
@@ -54,7 +54,7 @@ class LocalToolBackend:
             async with asyncio.timeout(timeout):
                 value = await tool.handler(arguments)
         except TimeoutError:
-            return error_result(f"the tool did not answer within {timeout:g} s and was cancelled")
+            return timeout_result(f"the tool did not answer within {timeout:g} s and was cancelled")
         except Exception as exc:  # a handler's bug must not end the chat that called it
             log.warning("local_tool_failed", tool=name, error=type(exc).__name__)
             return error_result(f"the tool failed: {type(exc).__name__}: {exc}")

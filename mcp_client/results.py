@@ -16,6 +16,10 @@ def error_result(message: str) -> ToolResult:
     return ToolResult(content=message, is_error=True)
 
 
+def timeout_result(message: str) -> ToolResult:
+    return ToolResult(content=message, is_error=True, timed_out=True)
+
+
 def truncate(result: ToolResult, max_chars: int) -> ToolResult:
     """Cut the text to ``max_chars`` and say so, so the model knows it saw only part."""
     text = result.content
@@ -27,6 +31,7 @@ def truncate(result: ToolResult, max_chars: int) -> ToolResult:
         is_error=result.is_error,
         structured=None,  # a cut-down structure would be misleading; the text says what is left
         truncated=True,
+        timed_out=result.timed_out,
     )
 
 

@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from mcp_client.backend import BackendUnavailable, OnToolsChanged, RemoteTool
-from mcp_client.results import error_result, from_call_result
+from mcp_client.results import error_result, from_call_result, timeout_result
 from mcp_client.types import ToolResult
 
 StreamsOpener = Callable[[], Transport | AbstractAsyncContextManager[Any]]
@@ -126,7 +126,7 @@ class MCPSessionBackend:
     def _error_from_protocol(self, exc: MCPError, timeout: float) -> ToolResult:
         code = exc.error.code
         if code == REQUEST_TIMEOUT:
-            return error_result(f"the tool did not answer within {timeout:g} s and was cancelled")
+            return timeout_result(f"the tool did not answer within {timeout:g} s and was cancelled")
         if code == CONNECTION_CLOSED:
             self._broken = True
             return error_result("the tool server connection closed during the call")

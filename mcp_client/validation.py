@@ -29,7 +29,14 @@ class ArgumentCheck:
         except schema_errors.SchemaError as exc:
             self._schema_problem = f"the tool's schema is invalid: {exc.message}"
         else:
-            self._validator = validator_class(schema)
+            # `format` is asserted, not just annotated: a model that writes "tomorrow" for a
+            # `date` is told so before any human or server sees the call.
+            self._validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+
+    @property
+    def schema_problem(self) -> str:
+        """Why the tool's schema itself is invalid; empty when it is valid."""
+        return self._schema_problem
 
     def problems(self, arguments: dict[str, Any]) -> list[str]:
         """Every way ``arguments`` break the schema; unknown top-level fields are always refused.
