@@ -14,7 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.admin_ui import signed_in_client
 from tests.support.gateway import RunningGateway, running_gateway
+from tests.support.mcp_servers import crashy_stdio_command
 
 RECORDER = Path(__file__).parents[1] / "support" / "recording_stdio_server.py"
 
@@ -222,6 +224,10 @@ def test_a_destructive_hint_requires_approval(stack: Stack) -> None:
     conversation_id, turn = stack.turn("wipe")
     call = _only_call(turn)
     assert call["state"] == "awaiting_approval"
+    with signed_in_client(stack.gateway.url, stack.admin) as client:
+        queue = client.get("/admin").text
+    card = queue[queue.index(f'id="call-{call["record_id"]}"') :]
+    assert "destructiveHint: true" in card[: card.index("</header>")]
 
     rejected = stack.call(stack.admin, "POST", f"/v1/admin/approvals/{call['record_id']}/reject")
 
@@ -267,3 +273,27 @@ def test_no_denied_path_ever_reaches_the_tool_server(stack: Stack) -> None:
     assert _ran(stack, "ping").count({"n": 7}) == pings_before
     assert {"n": 102} not in _ran(stack, "ping")
     assert [c["state"] for c in greedy[:2]] == ["succeeded", "succeeded"]
+
+
+def test_a_degraded_servers_tools_are_temporarily_unavailable(tmp_path: Path) -> None:
+    command, args = crashy_stdio_command()
+    models = [
+        {"name": "crash", "provider": "mock", "script": _script({"name": "crash"})},
+        {"name": "pid", "provider": "mock", "script": _script({"name": "pid"})},
+    ]
+    server = {"name": "crashy", "transport": "stdio", "command": command, "args": args}
+    with running_gateway(
+        f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}",
+        models=models,
+        mcp_servers=[{**server, "roles": ["user"], "trusted": True}],
+        tool_catalog={"retry_initial": 60, "retry_max": 60},  # stays down for the test
+    ) as gateway:
+        stack = Stack(gateway, tmp_path / "unused", gateway.create_key("u", ["user"]), "")
+        _, crashed = stack.turn("crash")
+        assert _only_call(crashed)["state"] == "failed"
+
+        _, turn = stack.turn("pid")
+
+    call = _only_call(turn)
+    assert call["state"] == "denied_by_policy"
+    assert call["policy_reason"] == "Tool `pid` is temporarily unavailable."
