@@ -234,6 +234,14 @@ def test_a_destructive_hint_requires_approval(stack: Stack) -> None:
     assert rejected.status_code == 200
     assert stack.settled(conversation_id)["tool_calls"][0]["state"] == "rejected"
     assert _ran(stack, "wipe") == []
+    # An admin's explicit policy outranks the server's hint.
+    stack.policy("wipe", {"requires_approval": False})
+    try:
+        _, waived = stack.turn("wipe")
+    finally:
+        stack.policy("wipe", {"requires_approval": None})
+    assert _only_call(waived)["state"] == "succeeded"
+    assert _ran(stack, "wipe") == [{}]
 
 
 def test_every_decision_is_audited_with_its_stage(stack: Stack) -> None:
