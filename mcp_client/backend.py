@@ -50,6 +50,7 @@ class ToolCall:
         return ToolResult(
             content=f"the tool did not answer within {self.limit:g} s and was cancelled",
             is_error=True,
+            timed_out=True,
         )
 
 

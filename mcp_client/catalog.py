@@ -156,7 +156,9 @@ class MCPToolCatalog(ToolCatalog):
         problems = self._check(tool).problems(arguments)
         if problems:
             return error_result(f"invalid arguments for `{name}`: " + "; ".join(problems))
-        limit = timeout or server.policy.call_timeout or self.settings.call_timeout
+        # The caller's limit and the operator's (the server's, else the catalog's): the tighter.
+        configured = server.policy.call_timeout or self.settings.call_timeout
+        limit = min(timeout, configured) if timeout else configured
         call = ToolCall(
             name=tool.original_name,
             arguments=arguments,

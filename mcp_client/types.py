@@ -39,6 +39,7 @@ class ToolResult:
     is_error: bool = False
     structured: dict[str, Any] | None = None
     truncated: bool = False
+    timed_out: bool = False  # the call hit its time limit (and was cancelled where possible)
 
 
 def definition_hash(

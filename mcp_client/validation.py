@@ -50,6 +50,11 @@ class ArgumentCheck:
         else:
             self._validator = validator_class(schema, format_checker=format_checker())
 
+    @property
+    def schema_problem(self) -> str:
+        """Why the tool's schema itself is invalid; empty when it is valid."""
+        return self._schema_problem
+
     def problems(self, arguments: dict[str, Any]) -> list[str]:
         """Every way ``arguments`` break the schema; unknown top-level fields are always refused.
 
