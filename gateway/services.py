@@ -10,7 +10,7 @@ from fastapi import Request
 from opentelemetry.trace import Tracer
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from chat_service.approvals import Approvals
+from chat_service.approvals import Approvals, DecisionObserver
 from chat_service.background import BackgroundTurns
 from chat_service.executor import ToolExecutor
 from chat_service.store import ConversationInfo, ConversationStore
@@ -94,6 +94,7 @@ class Services:
             pinning=settings.tool_pinning,
             policies=settings.tool_policies,
             tools=tools,
+            keys=keys,
         )
         # Tool servers that fail are degraded and retried in the background; start never fails.
         await governance.start()
@@ -107,7 +108,6 @@ class Services:
             notifier.tool_call_moved(call)
 
         tool_calls = ToolCallStore(sessions, on_move=call_moved)
-        approvals = Approvals(tool_calls, governance, loop_settings)
         turns = TurnRunner(
             store=conversations,
             calls=tool_calls,
@@ -117,11 +117,17 @@ class Services:
             settings=loop_settings,
             observe=_usage_observer(usage, registry, limits),
         )
+        background = BackgroundTurns(turns)
+        approvals = Approvals(
+            tool_calls,
+            governance,
+            loop_settings,
+            on_decision=_decision_observer(metrics, background),
+        )
         sweeper = Sweeper(
             store=conversations, calls=tool_calls, approvals=approvals, settings=loop_settings
         )
-        background = BackgroundTurns(turns, sweeper, loop_settings.sweep_interval_seconds)
-        background.start_sweeping()
+        background.start_sweeping(sweeper, loop_settings.sweep_interval_seconds)
         return cls(
             settings=settings,
             engine=engine,
@@ -154,6 +160,19 @@ class Services:
         await self.registry.aclose()
         await self.limits.aclose()
         await self.engine.dispose()
+
+
+def _decision_observer(metrics: GatewayMetrics, background: BackgroundTurns) -> DecisionObserver:
+    """Every approval decision, from the API or the admin UI: counted, then the turn resumes
+    (on whichever replica took the decision)."""
+
+    def decided(call: ToolCallView) -> None:
+        if call.decided_at is not None:
+            waited = (call.decided_at - call.created_at).total_seconds()
+            metrics.observe_approval_decision(call.state.value, waited)
+        background.resume(call.conversation_id)
+
+    return decided
 
 
 def _usage_observer(

@@ -42,6 +42,7 @@ def tool_call_moved(metrics: GatewayMetrics, call: ToolCallView) -> None:
     emit(
         event,
         conversation_id=call.conversation_id,
+        record_id=call.record_id,
         call_id=call.call_id,
         tool=call.tool_name,
         server=call.server,

@@ -29,7 +29,8 @@ def call_data(call: ToolCallView, admin_url: str, now: datetime) -> dict[str, An
         seconds_left = max(0, round((call.expires_at - now).total_seconds()))
     return {
         "call": {
-            "id": call.id,
+            "record_id": call.record_id,
+            "call_id": call.call_id,
             "tool": call.tool_name,
             "server": call.server,
             "arguments": call.arguments,

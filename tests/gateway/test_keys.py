@@ -8,12 +8,12 @@ from typing import Any
 from sqlalchemy import event
 
 from db.engine import create_engine, session_factory
-from db.migrate import upgrade_async
 from gateway.keys import KeyStore
+from migrations.commands import upgrade
 
 
 async def test_concurrent_lookups_of_one_key_make_one_query(sqlite_url: str) -> None:
-    await upgrade_async(sqlite_url)
+    await asyncio.to_thread(upgrade, sqlite_url)
     engine = create_engine(sqlite_url)
     store = KeyStore(session_factory(engine), cache_seconds=60)
     key, info = await store.create("team-a", ["user"])

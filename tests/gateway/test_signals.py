@@ -41,7 +41,7 @@ def _traffic(stack: Any) -> None:
     """A conversation paused for approval and resumed, plain and streamed completions, and an
     Anthropic-shaped message: every path that records usage."""
     conversation_id, turn = start(stack, "loop")
-    assert decide(stack, pending_call(turn)["id"], "approve").status_code == 200
+    assert decide(stack, pending_call(turn)["record_id"], "approve").status_code == 200
     follow(stack, conversation_id)
     sdk = openai.OpenAI(base_url=stack.gateway.v1, api_key=stack.user_key, max_retries=0)
     hello: list[openai.types.chat.ChatCompletionMessageParam] = [
@@ -127,7 +127,7 @@ def test_logs_name_the_callers_error_type_warn_on_errors_and_follow_tool_calls(
         )
         assert openai_refused.json()["error"]["type"] == "invalid_request_error"
         conversation_id, turn = start(stack, "loop")
-        assert decide(stack, pending_call(turn)["id"], "reject", "no").status_code == 200
+        assert decide(stack, pending_call(turn)["record_id"], "reject", "no").status_code == 200
         follow(stack, conversation_id)
 
     requests = [line for line in lines if line["event"] == "request" and line["status"] == 401]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from chat_service.store import StoredMessage, message_json
+from chat_service.messages import StoredMessage
 from chat_service.tool_calls import ToolCallView
 from gateway.admin.ui.card_details import (
     ArgumentRow,
@@ -16,7 +16,7 @@ from gateway.admin.ui.card_details import (
     hints,
 )
 from gateway.services import Services
-from llm_service.types import AssistantMessage, ToolResultMessage, UserMessage
+from llm_service.types import AssistantMessage, Message, TextPart, ToolResultMessage, UserMessage
 
 EXCERPT_MESSAGES = 4
 EXCERPT_CHARS = 600
@@ -52,9 +52,16 @@ class CallCard:
     decisions: DecisionCounts
 
 
+def _text(message: Message) -> str:
+    if not isinstance(message, UserMessage):
+        return message.content or ""
+    if isinstance(message.content, str):
+        return message.content
+    return " ".join(part.text for part in message.content if isinstance(part, TextPart))
+
+
 def _line(stored: StoredMessage) -> ExcerptLine:
-    data = message_json(stored.message)
-    text = data.get("content") or ""
+    text = _text(stored.message)
     if isinstance(stored.message, AssistantMessage) and stored.message.tool_calls:
         names = ", ".join(call.name for call in stored.message.tool_calls)
         text = f"{text}\n[calls {names}]".strip()
@@ -62,7 +69,7 @@ def _line(stored: StoredMessage) -> ExcerptLine:
         text = f"[{stored.message.name or 'tool'} result] {text}"
     if len(text) > EXCERPT_CHARS:
         text = text[:EXCERPT_CHARS] + "…"
-    return ExcerptLine(str(data["role"]), text)
+    return ExcerptLine(stored.message.role, text)
 
 
 def _leading_messages(messages: list[StoredMessage], call_id: str) -> list[StoredMessage]:

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from chat_service.errors import ConversationNotFound
-from chat_service.store import message_json
+from chat_service.messages import message_json
 from gateway.admin.ui.rendering import render
 from gateway.admin.ui.security import SecuredRoute, SignedIn, error_page
 from gateway.auth import ServicesDep

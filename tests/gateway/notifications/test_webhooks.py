@@ -114,7 +114,7 @@ def test_request_and_decision_arrive_signed_exactly_once_across_two_replicas() -
         conversation_id, turn = start(one, "loop")
         call = pending_call(turn)
         [requested] = receiver.wait_for("ok", "approval.requested")
-        assert decide(two, call["id"], "approve", "fine").status_code == 200
+        assert decide(two, call["record_id"], "approve", "fine").status_code == 200
         [decided] = receiver.wait_for("ok", "approval.decided")
         follow(one, conversation_id)
         # Both replicas poll the outbox all along; once every row is delivered nothing is left
@@ -126,7 +126,8 @@ def test_request_and_decision_arrive_signed_exactly_once_across_two_replicas() -
         _assert_signed(received)
     body = requested.json
     assert body["event"] == "approval.requested"
-    assert body["call"]["id"] == call["id"]
+    assert body["call"]["record_id"] == call["record_id"]
+    assert body["call"]["call_id"] == call["call_id"]
     assert body["call"]["tool"] == "transfer_money"
     assert body["call"]["arguments"] == {"amount": 5}
     assert body["call"]["conversation_id"] == conversation_id
@@ -148,7 +149,7 @@ def test_an_expired_approval_is_announced(database_url: str) -> None:
         [expired] = receiver.wait_for("ok", "approval.expired")
 
     _assert_signed(expired)
-    assert expired.json["call"]["id"] == pending_call(turn)["id"]
+    assert expired.json["call"]["record_id"] == pending_call(turn)["record_id"]
     assert expired.json["call"]["conversation_id"] == conversation_id
     assert expired.json["call"]["state"] == "expired"
 

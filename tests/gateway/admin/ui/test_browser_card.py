@@ -30,7 +30,7 @@ MODELS = [
         "name": "deployer",
         "provider": "mock",
         "script": [
-            {"tool_calls": [{"name": "deploy", "arguments": {"service": "api", "force": True}}]},
+            {"tool_calls": [{"name": "deploy", "arguments": {"service": "api"}}]},
             {"text": "Deployed: {last_tool_result}"},
         ],
     }
@@ -100,7 +100,6 @@ def test_the_card_explains_the_call_and_approve_takes_a_comment(
     expect(service).to_contain_text('one of "api", "web"')
     expect(card.locator('[data-arg="region"]')).to_contain_text('default "eu-west-1"')
     expect(card.locator('[data-arg="dry_run"]')).to_contain_text("default true")
-    expect(card.locator('[data-arg="force"]')).to_contain_text("not in the tool's schema")
     page.screenshot(path=screenshot_path("approval-card"), full_page=True)
 
     card.locator('[data-role="comment"]').fill("checked with the on-call")
