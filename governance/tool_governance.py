@@ -166,15 +166,22 @@ class ToolGovernance:
     # -- admins' tool policies
 
     def admin_policy(self, name: str) -> ToolPolicy | None:
-        """The policy an admin stored for this tool, if any (the config file's otherwise)."""
-        return self._policies.stored(name)
+        """The policy an admin stored for the tool of this catalog name, if any (the config
+        file's otherwise)."""
+        tool = self._catalog.get(name)
+        return None if tool is None else self._policies.stored(tool)
 
     async def change_policy(
         self, name: str, changes: dict[str, Any], actor_key_id: int
-    ) -> ToolPolicy:
+    ) -> ToolPolicy | None:
         """Stores and audits an admin's change (a field set to None follows the config file
-        again); it applies here at once, on other replicas within their refresh."""
-        return await self._policies.change(name, changes, actor_key_id)
+        again) to the tool of this catalog name, kept by the tool's identity (server and name
+        there); it applies here at once, on other replicas within their refresh. None when there
+        is no such tool."""
+        tool = self._catalog.get(name)
+        if tool is None:
+            return None
+        return await self._policies.change(tool, changes, actor_key_id)
 
     # -- tool reviews (pinning)
 
