@@ -176,10 +176,14 @@ class ToolPin(Base):
 
 class ToolPolicyOverride(Base):
     """An admin's policy for one tool, applied on top of the config file's per-tool overrides.
-    A null column leaves that setting to the config."""
+    A null column leaves that setting to the config.
+
+    A tool is named by its server and its name there, which no other server can change. Rows
+    stored before that (``server`` empty) name the tool by its catalog name."""
 
     __tablename__ = "tool_policy_overrides"
 
+    server: Mapped[str] = mapped_column(String(48), primary_key=True, server_default="")
     tool_name: Mapped[str] = mapped_column(String(200), primary_key=True)
     enabled: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     roles: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
@@ -195,5 +199,7 @@ class RuntimeMCPServer(Base):
 
     name: Mapped[str] = mapped_column(String(48), primary_key=True)
     config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # Ranks its tools' claim to a name another server also offers; edits keep it.
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
