@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from gateway import conversations_api, health, tools_api
+from gateway import conversations_api, embeddings_api, health, tools_api
 from gateway.admin.api import admin_router
 from gateway.admin.ui.routes import admin_ui_router
 from gateway.anthropic_api import routes as anthropic_routes
@@ -57,6 +57,7 @@ def create_app(
     app.include_router(conversations_api.router)
     app.include_router(anthropic_routes.router)
     app.include_router(responses_routes.router)
+    app.include_router(embeddings_api.router)
     app.include_router(tools_api.router)
     app.include_router(admin_router())
     app.include_router(admin_ui_router())
@@ -72,6 +73,7 @@ def create_app(
         **openai_routes.HOT_ROUTES,
         **anthropic_routes.HOT_ROUTES,
         **responses_routes.HOT_ROUTES,
+        **embeddings_api.HOT_ROUTES,
     }
     app.add_middleware(HotRoutes, routes=documented_routes(app, hot_routes))
     app.add_middleware(

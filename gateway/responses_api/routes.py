@@ -16,7 +16,7 @@ from starlette.responses import Response
 
 from gateway import sse
 from gateway.auth import CurrentPrincipal, ServicesDep, authenticate, authorize_model
-from gateway.chat_route import event_stream, json_body, served_headers
+from gateway.chat_route import event_stream, json_body, require_chat_model, served_headers
 from gateway.context import request_context
 from gateway.keys import Principal
 from gateway.responses import json_response
@@ -44,6 +44,7 @@ async def create_response(request: Request) -> Response:
     context = request_context(request)
     context.model = body.model
     config = authorize_model(services, principal, body.model)
+    require_chat_model(config)
     context.provider = config.provider  # until a deployment answers
     store = ResponseStore(services.sessions)
     conversation = [*await _history(store, body, principal), *input_messages(body)]
