@@ -64,9 +64,7 @@ def test_whole_text_answer(fresh: ResponsesStack, model: str) -> None:
         ]
     else:
         assert sent["system"] in ("Be brief.", [{"type": "text", "text": "Be brief."}])
-        assert sent["messages"] == [
-            {"role": "user", "content": [{"type": "text", "text": "Hi"}]}
-        ]
+        assert sent["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]
 
 
 @pytest.mark.parametrize("model", PROVIDERS)
