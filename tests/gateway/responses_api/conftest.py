@@ -1,11 +1,16 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import openai
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
 
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_openai import FakeOpenAI
@@ -24,6 +29,29 @@ WEATHER_TOOL = {
     },
     "strict": True,
 }
+
+
+def _cut_stream_openai() -> Starlette:
+    """An OpenAI-compatible server whose stream fails after its first words, as OpenAI reports it:
+    an ``error`` object in a ``data:`` line."""
+
+    async def chat(request: Request) -> Response:
+        chunk = {
+            "id": "chatcmpl-cut",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "cut",
+            "choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": None}],
+        }
+        error = {"error": {"message": "the model crashed", "type": "server_error"}}
+
+        async def body() -> AsyncIterator[str]:
+            yield f"data: {json.dumps(chunk)}\n\n"
+            yield f"data: {json.dumps(error)}\n\n"
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
 
 
 @dataclass
@@ -54,6 +82,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ResponsesStack]:
     with (
         serve(openai_fake.app()) as openai_url,
         serve(anthropic_fake.app()) as anthropic_url,
+        serve(_cut_stream_openai()) as cut_url,
         running_gateway(
             database_url,
             environ={"UPSTREAM_KEY": "sk-upstream"},
@@ -70,6 +99,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ResponsesStack]:
                     "provider": "anthropic",
                     "model": "claude-upstream",
                     "base_url": anthropic_url,
+                    "api_key_env": "UPSTREAM_KEY",
+                },
+                {
+                    "name": "gpt-cut",
+                    "provider": "openai",
+                    "base_url": f"{cut_url}/v1",
                     "api_key_env": "UPSTREAM_KEY",
                 },
                 {"name": "mock", "provider": "mock"},

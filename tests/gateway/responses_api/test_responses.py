@@ -284,3 +284,30 @@ def test_usage_is_recorded_per_request(fresh: ResponsesStack) -> None:
     assert [(r.route, r.model, r.provider, r.completion_tokens) for r in recorded] == [
         ("/v1/responses", "gpt", "openai", 2)
     ]
+
+
+def test_a_stream_that_fails_after_it_started_ends_with_an_error_event(
+    fresh: ResponsesStack,
+) -> None:
+    events = list(fresh.client().responses.create(model="gpt-cut", input="Hi", stream=True))
+
+    assert [e.type for e in events[:2]] == ["response.created", "response.in_progress"]
+    assert "response.output_text.delta" in [e.type for e in events]
+    last = events[-1]
+    assert last.type == "error"
+    assert last.code == "upstream_server_error"
+    assert "crashed" in last.message
+    assert "response.completed" not in [e.type for e in events]
+
+
+def test_follow_ups_see_the_history_but_not_the_old_instructions(fresh: ResponsesStack) -> None:
+    client = fresh.client()
+    first = client.responses.create(model="gpt", input="Hi", instructions="Be brief.")
+    follow_up = client.responses.create(model="gpt", input="And?", previous_response_id=first.id)
+
+    assert follow_up.output_text == "fake says: And?"
+    assert fresh.openai_fake.requests[1]["messages"] == [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "fake says: Hi"},
+        {"role": "user", "content": "And?"},
+    ]
