@@ -32,9 +32,19 @@ from gateway.responses_api.schemas import ResponsesRequest
 from gateway.responses_api.store import ResponseStore, not_found
 from gateway.responses_api.stream import ResponseWriter
 from gateway.services import get_services
+from llm_service.errors import GatewayError
 from llm_service.types import ChatRequest, Message, SamplingParams, SystemMessage
 
 router = APIRouter(prefix="/v1", tags=["responses"])
+
+
+class TooManyMessages(GatewayError):
+    """``max_messages`` holds for the whole conversation a request sends, stored history too
+    (the JSON guard counts only a body's ``messages``)."""
+
+    status_code = 413
+    error_type = "invalid_request_error"
+    code = "too_many_messages"
 
 
 async def create_response(request: Request) -> Response:
@@ -48,6 +58,11 @@ async def create_response(request: Request) -> Response:
     context.provider = config.provider  # until a deployment answers
     store = ResponseStore(services.sessions)
     conversation = [*await _history(store, body, principal), *input_messages(body)]
+    if len(conversation) > services.settings.max_messages:
+        raise TooManyMessages(
+            f"The conversation has more than {services.settings.max_messages} messages, "
+            "previous responses included."
+        )
     chat_request = _chat_request(body, conversation)
     await services.limits.admit(principal)
     response_id = new_id("resp")

@@ -86,6 +86,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ResponsesStack]:
         running_gateway(
             database_url,
             environ={"UPSTREAM_KEY": "sk-upstream"},
+            max_messages=5,  # every test's conversation fits; test_too_many_messages does not
             models=[
                 {
                     "name": "gpt",

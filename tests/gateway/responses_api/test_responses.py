@@ -311,3 +311,15 @@ def test_follow_ups_see_the_history_but_not_the_old_instructions(fresh: Response
         {"role": "assistant", "content": "fake says: Hi"},
         {"role": "user", "content": "And?"},
     ]
+
+
+def test_too_many_messages_counts_the_stored_history(fresh: ResponsesStack) -> None:
+    client = fresh.client()
+    first = client.responses.create(
+        model="mock", input=[{"role": "user", "content": str(n)} for n in range(4)]
+    )  # 4 messages in, 1 out: the limit of 5
+
+    with pytest.raises(openai.APIStatusError) as refused:
+        client.responses.create(model="mock", input="one more", previous_response_id=first.id)
+    assert refused.value.status_code == 413
+    assert refused.value.body["code"] == "too_many_messages"  # type: ignore[index]
