@@ -31,6 +31,20 @@ class DecisionConflict(GatewayError):
     code = "decision_conflict"
 
 
+class ApprovalRefused(DecisionConflict):
+    """The one policy decision refused the call at approval: it ended ``denied_by_policy``.
+    403 when the requester may no longer run it (key revoked, roles narrowed), 409 otherwise
+    (the tool changed, was disabled, held, or its server is down)."""
+
+    code = "approval_refused"
+
+    def __init__(self, message: str, *, forbidden: bool) -> None:
+        super().__init__(message)
+        if forbidden:
+            self.status_code = 403
+            self.error_type = "permission_error"
+
+
 class SelfApprovalForbidden(GatewayError):
     status_code = 403
     error_type = "permission_error"

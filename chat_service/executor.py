@@ -17,19 +17,18 @@ from chat_service.events import (
     ToolCallStarted,
     TurnEvent,
 )
+from chat_service.policy_checks import PolicyChecks, result_message
 from chat_service.store import ConversationInfo
 from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView
 from db.base import utcnow
-from governance import ToolGovernance
+from governance import Stage, ToolGovernance
 from llm_service.spans import span
-from llm_service.types import ToolCall, ToolResultMessage
+from llm_service.types import ToolCall
 from mcp_client.types import ToolResult
 
 log = structlog.get_logger("chat_service.executor")
 
-
-def result_message(call: ToolCallView, content: str, is_error: bool) -> ToolResultMessage:
-    return ToolResultMessage(call.call_id, content, name=call.tool_name, is_error=is_error)
+__all__ = ["ToolExecutor", "result_message"]
 
 
 class ToolExecutor:
@@ -46,6 +45,7 @@ class ToolExecutor:
         self._calls = calls
         self._settings = settings
         self._clock = clock
+        self._checks = PolicyChecks(tools, calls, clock)
 
     async def run_round(
         self,
@@ -88,24 +88,14 @@ class ToolExecutor:
     async def _decide(
         self, conversation: ConversationInfo, view: ToolCallView, call: ToolCall, over_budget: bool
     ) -> ToolCallView | None:
-        verdict = self._tools.may_run(call, conversation.roles)
-        tool, reason = verdict.tool, verdict.reason
         if over_budget:
             reason = "The turn's limit on tool calls is reached."
-        if reason is not None or tool is None:
-            log.warning("tool_call_denied", tool=call.name, reason=reason)
-            return await self._calls.move(
-                view.record_id,
-                CallState.PROPOSED,
-                CallState.DENIED_BY_POLICY,
-                result_message=result_message(view, f"Denied by policy: {reason}", True),
-                changes={
-                    "policy_reason": reason,
-                    "result": reason,
-                    "result_is_error": True,
-                    "finished_at": self._clock(),
-                },
-            )
+            return await self._checks.deny(view, CallState.PROPOSED, reason)
+        verdict = await self._checks.check(view, Stage.PROPOSE, call=call, roles=conversation.roles)
+        tool = verdict.tool
+        if verdict.reason is not None or tool is None:
+            log.warning("tool_call_denied", tool=call.name, reason=verdict.reason)
+            return await self._checks.deny(view, CallState.PROPOSED, verdict.reason or "denied")
         identity: dict[str, object] = {
             "definition_hash": tool.definition_hash,
             "server": tool.server,
@@ -126,6 +116,14 @@ class ToolExecutor:
         """Run approved calls; the compare-and-set to `executing` makes each run at most once."""
         started: list[ToolCallView] = []
         for call in calls:
+            # Decided again at the last moment: a key revoked, a role narrowed, a tool disabled
+            # or changed since the approval stops the call here.
+            verdict = await self._checks.check(call, Stage.EXECUTE)
+            if not verdict.allowed:
+                denied = await self._checks.deny(call, CallState.APPROVED, verdict.reason or "")
+                if denied is not None:
+                    yield ToolCallCompleted(denied)
+                continue
             moved = await self._calls.move(
                 call.record_id,
                 CallState.APPROVED,
@@ -140,6 +138,7 @@ class ToolExecutor:
             yield ToolCallCompleted(call)
 
     async def _run(self, call: ToolCallView) -> ToolCallView:
+        # The loop's limit; the catalog applies the tighter of it and the server's call_timeout.
         timeout = self._settings.tool_timeout_seconds
         state = CallState.SUCCEEDED
         try:
@@ -157,7 +156,9 @@ class ToolExecutor:
         except Exception as exc:  # a broken tool must not break the turn
             log.exception("tool_call_crashed", tool=call.tool_name)
             result = ToolResult(f"Tool failed: {type(exc).__name__}", is_error=True)
-        if result.is_error and state is CallState.SUCCEEDED:
+        if result.timed_out:
+            state = CallState.TIMED_OUT
+        elif result.is_error and state is CallState.SUCCEEDED:
             state = CallState.FAILED
         moved = await self._calls.move(
             call.record_id,

@@ -1,8 +1,9 @@
 """Tool-call rows and their state machine. Every move is a compare-and-set in the database.
 
 proposed -> denied_by_policy | awaiting_approval | approved
-awaiting_approval -> approved | rejected | expired
-approved -> executing -> succeeded | failed | timed_out | unknown_outcome
+awaiting_approval -> approved | rejected | expired | denied_by_policy (refused at approval)
+approved -> denied_by_policy (refused just before running) | executing
+executing -> succeeded | failed | timed_out | unknown_outcome
 """
 
 from __future__ import annotations
@@ -192,6 +193,22 @@ class ToolCallStore:
             session.add(_audit(row, new.value, actor_key_id, detail))
             view = _view(row)
         return self._moved(view)
+
+    async def audit(
+        self, call: ToolCallView, action: str, actor_key_id: int | None, detail: dict[str, Any]
+    ) -> None:
+        """Audits something that happened to a call without moving it (e.g. a policy check)."""
+        event = AuditEvent(
+            created_at=utcnow(),
+            actor_key_id=actor_key_id,
+            action=f"tool_call.{action}",
+            conversation_id=call.conversation_id,
+            tool_call_id=call.record_id,
+            tool_name=call.tool_name,
+            detail=detail,
+        )
+        async with self._sessions.begin() as session:
+            session.add(event)
 
     async def get(self, record_id: str) -> ToolCallView | None:
         async with self._sessions() as session:

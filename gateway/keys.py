@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.base import utcnow
 from db.models import ApiKey, AuditEvent
+from governance import KeyState
 
 KEY_PREFIX = "gw-"
 _CACHE_LIMIT = 10_000
@@ -130,6 +131,15 @@ class KeyStore:
                 session.add(_audit("key.revoked", actor_key_id, {"key_id": key_id}))
         self._cache.clear()
         return revoked
+
+    async def key_state(self, key_id: int) -> KeyState | None:
+        """Implements ``governance.KeyDirectory``: read from the database every time, never the
+        cache, so a key revoked on any replica stops its calls at the next decision."""
+        async with self._sessions() as session:
+            row = await session.get(ApiKey, key_id)
+        if row is None:
+            return None
+        return KeyState(row.id, row.revoked_at is None, frozenset(row.roles), row.owner)
 
     async def owners(self, key_ids: Iterable[int]) -> dict[int, str]:
         """Key id -> owner, revoked keys included (an audit or a decision may name them)."""

@@ -85,6 +85,7 @@ class Services:
             pinning=settings.tool_pinning,
             policies=settings.tool_policies,
             tools=tools,
+            keys=keys,
         )
         # Tool servers that fail are degraded and retried in the background; start never fails.
         await governance.start()

@@ -215,7 +215,8 @@ def test_changed_tool_definition_cannot_be_approved(loop_stack: LoopStack) -> No
     response = decide(loop_stack, pending_call(turn)["record_id"], "approve")
 
     assert response.status_code == 409
-    assert "definition changed" in response.json()["error"]["message"]
+    assert "changed since the call was proposed" in response.json()["error"]["message"]
+    assert response.json()["error"]["code"] == "approval_refused"
 
 
 def test_non_admin_cannot_decide(loop_stack: LoopStack) -> None:

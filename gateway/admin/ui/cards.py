@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from chat_service.messages import StoredMessage
@@ -35,6 +35,9 @@ class CallCard:
     expires_at: datetime | None
     excerpt: list[ExcerptLine]
     previous_result: PreviousResult | None
+    # The server's MCP annotations (destructiveHint, readOnlyHint, ...): untrusted hints, shown
+    # so the reviewer knows what the server claims; empty when the tool is gone or has none.
+    hints: dict[str, bool] = field(default_factory=dict)
 
 
 def _text(message: Message) -> str:
@@ -81,6 +84,13 @@ def _previous_result(
     return None
 
 
+def _hints(services: Services, call: ToolCallView) -> dict[str, bool]:
+    tool = services.tools.tool(call.tool_name)
+    if tool is None:
+        return {}
+    return {k: v for k, v in tool.annotations.items() if k.endswith("Hint") and isinstance(v, bool)}
+
+
 def _server_of(services: Services, call: ToolCallView) -> str | None:
     if call.server is not None:
         return call.server
@@ -104,6 +114,7 @@ async def build_cards(services: Services, calls: list[ToolCallView]) -> list[Cal
                 expires_at=call.expires_at,
                 excerpt=[_line(m) for m in leading[-EXCERPT_MESSAGES:]],
                 previous_result=_previous_result(leading, servers),
+                hints=_hints(services, call),
             )
         )
     return cards
