@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from adapters.naming import ToolNames, for_wire, request_names
 from adapters.openai_format import request_body
 from adapters.openai_http import ChatCompletionsHttp
-from adapters.openai_wire import WireMessage, WireReply
+from adapters.openai_wire import WireEmbeddings, WireMessage, WireReply
 from llm_service.assemble import StreamAssembler, finish_reason, tool_call
 from llm_service.config import ModelConfig
 from llm_service.errors import UpstreamProtocolError, UpstreamServerError
@@ -19,6 +19,8 @@ from llm_service.types import (
     AssistantMessage,
     ChatRequest,
     ChatResponse,
+    EmbeddingRequest,
+    EmbeddingResponse,
     FinishReason,
     StreamDone,
     StreamEvent,
@@ -93,6 +95,33 @@ class OpenAIAdapter:
                 "openai ended the stream before finishing", provider=PROVIDER
             )
         yield StreamDone(assembler.finish(reason, usage, model))
+
+    async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
+        body: dict[str, Any] = {
+            "model": self._config.upstream_model,
+            "input": list(request.inputs),
+            "encoding_format": "float",
+        }
+        if request.dimensions is not None:
+            body["dimensions"] = request.dimensions
+        if request.user is not None:
+            body["user"] = request.user
+        raw = await self._http.post_embeddings(body)
+        try:
+            reply = WireEmbeddings.model_validate_json(raw)
+        except ValidationError as exc:
+            raise UpstreamProtocolError(
+                f"openai answered embeddings with a malformed body: {exc}", provider=PROVIDER
+            ) from exc
+        if len(reply.data) != len(request.inputs):
+            raise UpstreamProtocolError(
+                "openai answered a different number of embeddings than inputs", provider=PROVIDER
+            )
+        vectors = tuple(tuple(d.embedding) for d in sorted(reply.data, key=lambda d: d.index))
+        prompt_tokens = (reply.usage.prompt_tokens or 0) if reply.usage else 0
+        return EmbeddingResponse(
+            vectors, Usage(prompt_tokens), reply.model or self._config.upstream_model
+        )
 
     async def probe(self) -> str | None:
         return None

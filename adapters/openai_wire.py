@@ -73,3 +73,20 @@ class WireReply(_Wire):
         if isinstance(self.error, str):
             return self.error
         return self.error.message or "an error occurred during streaming"
+
+
+class WireEmbedding(_Wire):
+    index: int
+    embedding: list[float]
+
+
+class WireEmbeddingUsage(_Wire):
+    prompt_tokens: int | None = None
+
+
+class WireEmbeddings(_Wire):
+    """A ``POST /embeddings`` reply (asked for as floats)."""
+
+    model: str | None = None
+    data: list[WireEmbedding]
+    usage: WireEmbeddingUsage | None = None

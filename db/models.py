@@ -203,3 +203,21 @@ class RuntimeMCPServer(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class StoredResponse(Base):
+    """A Responses API answer kept for ``previous_response_id`` and ``GET /v1/responses/{id}``.
+
+    ``conversation`` is the whole canonical history the answer ends (the earlier responses' input
+    and output, this input, this output; never the ``instructions``, which do not carry over),
+    so a follow-up needs one row, not a walk up the chain.
+    """
+
+    __tablename__ = "stored_responses"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    api_key_id: Mapped[int] = mapped_column(Integer, index=True)
+    model: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    response: Mapped[dict[str, Any]] = mapped_column(JSON)
+    conversation: Mapped[list[dict[str, Any]]] = mapped_column(JSON)

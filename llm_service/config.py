@@ -7,6 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Provider = Literal["openai", "anthropic", "ollama", "litellm", "mock"]
+ModelKind = Literal["chat", "embedding"]
+EMBEDDING_PROVIDERS = frozenset({"openai", "ollama", "litellm"})
 ToolFormat = Literal[
     "native", "auto", "hermes", "llama3", "pythonic", "mistral", "granite", "deepseek", "generic"
 ]
@@ -100,6 +102,9 @@ class ModelConfig(BaseModel):
 
     name: str = Field(min_length=1, description="what callers send as `model`")
     provider: Provider
+    kind: ModelKind = Field(
+        "chat", description="`embedding`: served on /v1/embeddings, and only there"
+    )
     model: str | None = Field(None, description="the upstream model id; defaults to `name`")
     base_url: str | None = None
     api_key_env: str | None = Field(None, description="environment variable holding the key")
@@ -134,6 +139,15 @@ class ModelConfig(BaseModel):
     def _script_only_for_mock(self) -> ModelConfig:
         if self.script and self.provider != "mock":
             raise ValueError("`script` is only valid for provider `mock`")
+        return self
+
+    @model_validator(mode="after")
+    def _embeddings_from_providers_that_embed(self) -> ModelConfig:
+        providers = {self.provider, *(d.provider for d in self.deployments if d.provider)}
+        if self.kind == "embedding" and not providers <= EMBEDDING_PROVIDERS:
+            raise ValueError(
+                "`kind: embedding` needs provider openai, ollama or litellm (for every deployment)"
+            )
         return self
 
     @model_validator(mode="after")

@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 import yaml
-from migrations.commands import upgrade
 
+from migrations.commands import upgrade
 from tests.support.databases import postgres_database
 from tests.support.gateway import create_key
 from tests.support.mcp_servers import demo_server

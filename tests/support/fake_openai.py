@@ -1,14 +1,21 @@
-"""A wire-faithful fake of the OpenAI Chat Completions API.
+"""A wire-faithful fake of the OpenAI Chat Completions and Embeddings APIs.
 
 Tests queue replies; the fake answers them in order (or echoes), whole or streamed exactly as
 OpenAI streams: a role chunk, content deltas, tool-call deltas whose id and name come first and
 whose arguments are split across chunks, a finish chunk, an optional usage chunk, ``[DONE]``.
+
+``POST /v1/embeddings`` answers a string or a list of strings with deterministic vectors
+(``fake_vector``) of ``dimensions`` floats (default 8), as floats or as base64 little-endian
+float32, as OpenAI does; it refuses what OpenAI refuses (empty input, an unknown encoding).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
+import struct
 import threading
 import time
 from collections import deque
@@ -70,12 +77,49 @@ class FakeOpenAI:
         return Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/embeddings", self._embeddings, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
             ]
         )
 
     async def _models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": []})
+
+    async def _embeddings(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        if self.outage is not None:
+            error = self.outage.error or {"message": "fake failure", "type": "server_error"}
+            return JSONResponse({"error": error}, self.outage.status, headers=self.outage.headers)
+        inputs = body.get("input")
+        texts = [inputs] if isinstance(inputs, str) else inputs
+        encoding = body.get("encoding_format", "float")
+        dimensions = body.get("dimensions", 8)
+        if (
+            not texts
+            or not all(isinstance(t, str) and t for t in texts)
+            or encoding not in ("float", "base64")
+            or not isinstance(dimensions, int)
+            or dimensions < 1
+        ):
+            error = {"message": "invalid embeddings request", "type": "invalid_request_error"}
+            return JSONResponse({"error": error}, 400)
+        data = []
+        for index, text in enumerate(texts):
+            vector = fake_vector(text, dimensions)
+            packed = base64.b64encode(struct.pack(f"<{dimensions}f", *vector)).decode()
+            embedding: Any = vector if encoding == "float" else packed
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        tokens = sum(len(t.split()) for t in texts)
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": data,
+                "model": body["model"],
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
 
     async def _chat(self, request: Request) -> Response:
         body = await request.json()
@@ -134,6 +178,12 @@ async def _faulty(
             return
         yield chunk
         sent += 1
+
+
+def fake_vector(text: str, dimensions: int = 8) -> list[float]:
+    """A deterministic vector for ``text``, exactly representable as float32."""
+    digest = hashlib.sha256(text.encode()).digest()
+    return [(digest[i % len(digest)] - 128) / 128 for i in range(dimensions)]
 
 
 def _echo(body: dict[str, Any]) -> FakeReply:
