@@ -91,20 +91,7 @@ class Router:
         async def attempt(upstream: Upstream, deadline: float) -> tuple[ChatResponse, Served]:
             adapter = upstream.deployment.adapter
             assert adapter is not None  # the balancer hands out available deployments only
-            upstream.begin()
-            try:
-                async with asyncio.timeout(self._remaining(deadline)):
-                    response = await adapter.complete(request)
-            except Exception as exc:
-                error = _as_gateway_error(exc, upstream)
-                self._record(upstream, error)
-                raise error from exc
-            except BaseException:
-                upstream.breaker.release()
-                raise
-            finally:
-                upstream.end()
-            upstream.breaker.record_success()
+            response = await self._whole(upstream, deadline, adapter.complete(request))
             return response, _served(upstream)
 
         with span(self._tracer, f"chat {alias}") as current:
@@ -122,26 +109,31 @@ class Router:
             if not isinstance(adapter, EmbeddingAdapter):
                 provider = upstream.deployment.config.provider
                 raise InvalidRequest(f"The provider `{provider}` cannot serve embeddings.")
-            upstream.begin()
-            try:
-                async with asyncio.timeout(self._remaining(deadline)):
-                    response = await adapter.embed(request)
-            except Exception as exc:
-                error = _as_gateway_error(exc, upstream)
-                self._record(upstream, error)
-                raise error from exc
-            except BaseException:
-                upstream.breaker.release()
-                raise
-            finally:
-                upstream.end()
-            upstream.breaker.record_success()
+            response = await self._whole(upstream, deadline, adapter.embed(request))
             return response, _served(upstream)
 
         with span(self._tracer, f"embeddings {alias}") as current:
             response, served = await self._route(alias, attempt)
             _annotate(current, served)
             return response, served
+
+    async def _whole(self, upstream: Upstream, deadline: float, call: Awaitable[T]) -> T:
+        """One whole (not streamed) upstream call within the deadline, told to the breaker."""
+        upstream.begin()
+        try:
+            async with asyncio.timeout(self._remaining(deadline)):
+                result = await call
+        except Exception as exc:
+            error = _as_gateway_error(exc, upstream)
+            self._record(upstream, error)
+            raise error from exc
+        except BaseException:
+            upstream.breaker.release()
+            raise
+        finally:
+            upstream.end()
+        upstream.breaker.record_success()
+        return result
 
     async def stream(self, alias: str, request: ChatRequest) -> RoutedStream:
         async def attempt(upstream: Upstream, deadline: float) -> RoutedStream:
