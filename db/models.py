@@ -5,7 +5,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.base import Base, UTCDateTime, utcnow
@@ -47,6 +57,13 @@ class UsageRecord(Base):
     latency_ms: Mapped[int] = mapped_column(Integer)
     status_code: Mapped[int] = mapped_column(Integer)
     error_type: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    team: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    # Parts of prompt_tokens / completion_tokens, where the provider reports them.
+    cached_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    cache_write_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    reasoning_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # USD; null when the model has no known price (flagged, never counted as free).
+    cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class Conversation(Base):

@@ -23,6 +23,7 @@ from gateway.limits.counters import Counters, MemoryCounters
 from gateway.limits.limiter import KeyLimiter
 from gateway.limits.sign_in import SignInThrottle
 from gateway.metrics import GatewayMetrics
+from gateway.pricing import PriceBook, litellm_price_table
 from gateway.settings import Settings
 from gateway.usage import UsageEntry, UsageRecorder
 from governance import ToolGovernance
@@ -41,6 +42,7 @@ class Services:
     sessions: async_sessionmaker[AsyncSession]
     keys: KeyStore
     registry: ModelRegistry
+    prices: PriceBook
     usage: UsageRecorder
     router: Router
     limits: KeyLimiter
@@ -73,10 +75,13 @@ class Services:
         for name, state in registry.summary().items():
             if not state["available"]:
                 log.warning("model_unavailable", model=name, reason=state["reason"])
-        usage = UsageRecorder(sessions, settings.usage_flush_seconds)
+        prices = PriceBook.build(settings.models, litellm_price_table())
+        for name in prices.unpriced():
+            log.warning("model_unpriced", model=name, hint="set the model's `price` in the config")
+        usage = UsageRecorder(sessions, settings.usage_flush_seconds, prices)
         usage.start()
         router = Router(registry, tracer=tracer)
-        limits = _key_limiter(settings)
+        limits = _key_limiter(settings, prices)
         governance = ToolGovernance.build(
             sessions,
             catalog_settings=settings.tool_catalog,
@@ -114,6 +119,7 @@ class Services:
             sessions=sessions,
             keys=keys,
             registry=registry,
+            prices=prices,
             usage=usage,
             router=router,
             limits=limits,
@@ -162,6 +168,9 @@ def _usage_observer(
                 latency_ms=round(seconds * 1000),
                 status_code=200,
                 error_type=None,
+                cached_tokens=response.usage.cached_tokens,
+                cache_write_tokens=response.usage.cache_write_tokens,
+                reasoning_tokens=response.usage.reasoning_tokens,
             )
         )
         requester = Principal(conversation.api_key_id, "", conversation.roles)
@@ -170,14 +179,13 @@ def _usage_observer(
     return observe
 
 
-def _key_limiter(settings: Settings) -> KeyLimiter:
+def _key_limiter(settings: Settings, prices: PriceBook) -> KeyLimiter:
     counters: Counters = MemoryCounters()
     if settings.redis_url:
         # Imported only when configured: the Redis client is tens of MB of resident memory.
         from gateway.limits.redis_counters import RedisCounters
 
         counters = RedisCounters(settings.redis_url, settings.redis_key_prefix)
-    prices = {model.name: model.price for model in settings.models}
     return KeyLimiter(settings.key_limits, counters, prices)
 
 

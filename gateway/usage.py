@@ -12,6 +12,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.models import UsageRecord
+from gateway.pricing import PriceBook
+from llm_service.types import Usage
 
 log = structlog.get_logger("gateway.usage")
 _MAX_PENDING = 100_000
@@ -31,6 +33,10 @@ class UsageEntry:
     latency_ms: int
     status_code: int
     error_type: str | None
+    team: str | None = None
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 # Plain getattr: ``dataclasses.asdict`` deep-copies every value and was half of a flush's CPU,
@@ -38,15 +44,30 @@ class UsageEntry:
 _COLUMNS = tuple(field.name for field in fields(UsageEntry))
 
 
-def _row(entry: UsageEntry) -> dict[str, object]:
-    return {name: getattr(entry, name) for name in _COLUMNS}
+def _row(entry: UsageEntry, prices: PriceBook) -> dict[str, object]:
+    row = {name: getattr(entry, name) for name in _COLUMNS}
+    # Priced here, at flush, rather than on the request path; None when the model is unpriced.
+    usage = Usage(
+        entry.prompt_tokens,
+        entry.completion_tokens,
+        entry.cached_tokens,
+        entry.cache_write_tokens,
+        entry.reasoning_tokens,
+    )
+    row["cost_usd"] = prices.cost(entry.model, usage)
+    return row
 
 
 class UsageRecorder:
     def __init__(
-        self, sessions: async_sessionmaker[AsyncSession], flush_seconds: float, batch: int = 500
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        flush_seconds: float,
+        prices: PriceBook,
+        batch: int = 500,
     ) -> None:
         self._sessions = sessions
+        self._prices = prices
         self._flush_seconds = flush_seconds
         self._batch = batch
         self._pending: list[UsageEntry] = []
@@ -78,7 +99,7 @@ class UsageRecorder:
                     # for the whole batch.
                     connection = await session.connection()
                     for start in range(0, len(entries), _SLICE):
-                        rows = [_row(e) for e in entries[start : start + _SLICE]]
+                        rows = [_row(e, self._prices) for e in entries[start : start + _SLICE]]
                         await connection.execute(insert(UsageRecord), rows)
             except SQLAlchemyError as exc:
                 # Keep them for the next flush rather than lose accounting.

@@ -9,7 +9,7 @@ overshoot by one request's worth, never more.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 
 import structlog
 
@@ -17,7 +17,7 @@ from gateway.context import RequestContext
 from gateway.keys import Principal
 from gateway.limits.config import KeyLimits, KeyLimitsConfig
 from gateway.limits.counters import Counters, CountersUnavailable
-from llm_service.config import Price
+from gateway.pricing import PriceBook
 from llm_service.errors import GatewayError
 from llm_service.types import Usage
 
@@ -41,25 +41,17 @@ class BudgetExceeded(RateLimited):
     code = "budget_exceeded"
 
 
-def cost(price: Price | None, usage: Usage) -> float:
-    if price is None:
-        return 0.0
-    return (
-        usage.prompt_tokens * price.input_per_1k + usage.completion_tokens * price.output_per_1k
-    ) / 1000
-
-
 class KeyLimiter:
     def __init__(
         self,
         config: KeyLimitsConfig,
         counters: Counters,
-        prices: Mapping[str, Price | None],
+        prices: PriceBook,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._config = config
         self._counters = counters
-        self._prices = dict(prices)
+        self._prices = prices
         self._clock = clock
 
     @property
@@ -88,7 +80,8 @@ class KeyLimiter:
             if limits.tokens_per_minute is not None:
                 key = _window_key("tpm", principal.key_id, now, MINUTE)
                 await self._counters.add(key, usage.total_tokens, MINUTE * 2)
-            spent = cost(self._prices.get(alias), usage)
+            # An unpriced model adds nothing here; it is flagged in /readyz instead.
+            spent = self._prices.cost(alias, usage) or 0.0
             if limits.budget_per_day is not None and spent > 0:
                 await self._counters.add(
                     _window_key("spend", principal.key_id, now, DAY), spent, DAY * 2
