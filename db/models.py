@@ -35,6 +35,26 @@ class ApiKey(Base):
     roles: Mapped[list[str]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    team: Mapped[str | None] = mapped_column(String(200), nullable=True, index=True)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # Written at most about once a minute per key (gateway/key_usage.py).
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # null: every model its roles allow; a list: only these of them.
+    allowed_models: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    # The key's own limits (gateway.limits.config.KeyLimits), applied on top of its roles'.
+    limits: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class Team(Base):
+    """A team's spend budgets, shared by every key whose ``team`` names it."""
+
+    __tablename__ = "teams"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    budget_per_day: Mapped[float | None] = mapped_column(Float, nullable=True)
+    budget_per_month: Mapped[float | None] = mapped_column(Float, nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class UsageRecord(Base):

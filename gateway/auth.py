@@ -32,10 +32,11 @@ async def authenticate(
         raise AuthenticationFailed("Missing API key. Send it as `Authorization: Bearer <key>`.")
     principal = await services.keys.authenticate(key)
     if principal is None:
-        raise AuthenticationFailed("Invalid or revoked API key.")
+        raise AuthenticationFailed("Invalid, revoked or expired API key.")
     context = request_context(request)
     context.key_id = principal.key_id
     context.key_name = principal.name
+    context.team = principal.team
     return principal
 
 
@@ -53,6 +54,6 @@ ServicesDep = Annotated[Services, Depends(get_services)]
 def authorize_model(services: Services, principal: Principal, name: str) -> ModelConfig:
     """The model's config, once this key is allowed to use it (404 unknown, 403 not allowed)."""
     config = services.registry.get(name).config
-    if not role_allows(config, principal.roles):
+    if not role_allows(config, principal.roles) or not principal.may_use(name):
         raise PermissionDenied(f"This API key may not use the model `{name}`.", param="model")
     return config

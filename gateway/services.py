@@ -19,12 +19,15 @@ from chat_service.tool_calls import ToolCallStore
 from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
 from gateway.keys import KeyStore, Principal
+from gateway.limits.alerts import audit_budget_alert
+from gateway.limits.budgets import BudgetAlertSink
 from gateway.limits.counters import Counters, MemoryCounters
 from gateway.limits.limiter import KeyLimiter
 from gateway.limits.sign_in import SignInThrottle
 from gateway.metrics import GatewayMetrics
 from gateway.pricing import PriceBook, litellm_price_table
 from gateway.settings import Settings
+from gateway.teams import TeamStore
 from gateway.usage import UsageEntry, UsageRecorder
 from governance import ToolGovernance
 from llm_service.registry import AdapterFactory, ModelRegistry
@@ -41,6 +44,7 @@ class Services:
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
     keys: KeyStore
+    teams: TeamStore
     registry: ModelRegistry
     prices: PriceBook
     usage: UsageRecorder
@@ -68,6 +72,7 @@ class Services:
         engine = create_engine(settings.database_url, settings.database_pool)
         sessions = session_factory(engine)
         keys = KeyStore(sessions, settings.auth_cache_seconds)
+        keys.last_used.start()
         if settings.admin_key is not None:
             await keys.ensure(settings.admin_key.get_secret_value(), "admin (bootstrap)", ["admin"])
         registry = ModelRegistry.build(settings.models, factories, environ)
@@ -81,7 +86,7 @@ class Services:
         usage = UsageRecorder(sessions, settings.usage_flush_seconds, prices)
         usage.start()
         router = Router(registry, tracer=tracer)
-        limits = _key_limiter(settings, prices)
+        limits = _key_limiter(settings, prices, audit_budget_alert(sessions))
         governance = ToolGovernance.build(
             sessions,
             catalog_settings=settings.tool_catalog,
@@ -106,7 +111,7 @@ class Services:
             router=router,
             tools=governance,
             settings=loop_settings,
-            observe=_usage_observer(usage, registry, limits),
+            observe=_usage_observer(usage, registry, limits, keys),
         )
         sweeper = Sweeper(
             store=conversations, calls=tool_calls, approvals=approvals, settings=loop_settings
@@ -118,6 +123,7 @@ class Services:
             engine=engine,
             sessions=sessions,
             keys=keys,
+            teams=TeamStore(sessions),
             registry=registry,
             prices=prices,
             usage=usage,
@@ -141,13 +147,14 @@ class Services:
         await self.background.aclose()
         await self.tools.aclose()
         await self.usage.aclose()
+        await self.keys.last_used.aclose()
         await self.registry.aclose()
         await self.limits.aclose()
         await self.engine.dispose()
 
 
 def _usage_observer(
-    usage: UsageRecorder, registry: ModelRegistry, limits: KeyLimiter
+    usage: UsageRecorder, registry: ModelRegistry, limits: KeyLimiter, keys: KeyStore
 ) -> ModelCallObserver:
     """Conversation turns record (and charge to the key's limits) their model calls' usage,
     also when a turn resumes in the background after an approval."""
@@ -155,11 +162,15 @@ def _usage_observer(
     async def observe(
         conversation: ConversationInfo, response: ChatResponse, seconds: float
     ) -> None:
+        # The key as it is now (cached), for its team and own limits; a revoked key's turn
+        # still counts against its roles' limits.
+        key = await keys.by_id(conversation.api_key_id)
         usage.record(
             UsageEntry(
                 request_id=conversation.id,
                 api_key_id=conversation.api_key_id,
-                key_name=None,
+                key_name=key.name if key else None,
+                team=key.team if key else None,
                 route="conversation",
                 model=conversation.model,
                 provider=registry.get(conversation.model).config.provider,
@@ -173,20 +184,27 @@ def _usage_observer(
                 reasoning_tokens=response.usage.reasoning_tokens,
             )
         )
-        requester = Principal(conversation.api_key_id, "", conversation.roles)
+        requester = Principal(
+            conversation.api_key_id,
+            key.name if key else "",
+            conversation.roles,
+            team=key.team if key else None,
+            limits=key.limits if key else None,
+            team_budget=key.team_budget if key else None,
+        )
         await limits.charge(requester, conversation.model, response.usage)
 
     return observe
 
 
-def _key_limiter(settings: Settings, prices: PriceBook) -> KeyLimiter:
+def _key_limiter(settings: Settings, prices: PriceBook, on_alert: BudgetAlertSink) -> KeyLimiter:
     counters: Counters = MemoryCounters()
     if settings.redis_url:
         # Imported only when configured: the Redis client is tens of MB of resident memory.
         from gateway.limits.redis_counters import RedisCounters
 
         counters = RedisCounters(settings.redis_url, settings.redis_key_prefix)
-    return KeyLimiter(settings.key_limits, counters, prices)
+    return KeyLimiter(settings.key_limits, counters, prices, on_alert=on_alert)
 
 
 async def get_services(request: Request) -> Services:
