@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Float,
     ForeignKey,
@@ -62,6 +63,7 @@ class UsageRecord(Base):
     __table_args__ = (
         Index("ix_usage_records_key_created", "api_key_id", "created_at"),
         Index("ix_usage_records_model_created", "model", "created_at"),
+        Index("ix_usage_records_created", "created_at"),  # for retention's batched deletes
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -84,6 +86,58 @@ class UsageRecord(Base):
     reasoning_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # USD; null when the model has no known price (flagged, never counted as free).
     cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+# Upper bounds (ms) of the rollups' latency histogram buckets; the last bucket is everything above.
+LATENCY_BUCKETS_MS = (100, 250, 500, 1000, 2500, 5000, 10000, 30000)
+LATENCY_COLUMNS = (*(f"latency_le_{ms}" for ms in LATENCY_BUCKETS_MS), "latency_over_30000")
+
+
+class UsageHourly(Base):
+    """Usage summed per UTC hour, key, team, model and provider, written with the raw rows (in the
+    same transaction), so reports read these and never scan ``usage_records``. No key, team or
+    provider is stored as 0 / "" so that the unique constraint holds (NULLs never conflict)."""
+
+    __tablename__ = "usage_hourly"
+    __table_args__ = (
+        UniqueConstraint("hour", "api_key_id", "team", "model", "provider", name="uq_usage_hourly"),
+        Index("ix_usage_hourly_hour", "hour"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    hour: Mapped[datetime] = mapped_column(UTCDateTime())
+    api_key_id: Mapped[int] = mapped_column(Integer)
+    team: Mapped[str] = mapped_column(String(200))
+    model: Mapped[str] = mapped_column(String(200))
+    provider: Mapped[str] = mapped_column(String(50))
+    requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    errors: Mapped[int] = mapped_column(BigInteger, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    completion_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    reasoning_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    unpriced_requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_ms_sum: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_100: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_250: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_500: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_1000: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_2500: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_5000: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_10000: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_30000: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_over_30000: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class MaintenanceLease(Base):
+    """Who runs a periodic job across replicas (retention): held until ``expires_at``."""
+
+    __tablename__ = "maintenance_leases"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(64))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 class Conversation(Base):

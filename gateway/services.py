@@ -26,6 +26,7 @@ from gateway.limits.limiter import KeyLimiter
 from gateway.limits.sign_in import SignInThrottle
 from gateway.metrics import GatewayMetrics
 from gateway.pricing import PriceBook, litellm_price_table
+from gateway.retention import RetentionJob
 from gateway.settings import Settings
 from gateway.teams import TeamStore
 from gateway.usage import UsageEntry, UsageRecorder
@@ -57,6 +58,7 @@ class Services:
     turns: TurnRunner
     background: BackgroundTurns
     sign_in: SignInThrottle
+    retention: RetentionJob
 
     @classmethod
     async def start(
@@ -118,6 +120,13 @@ class Services:
         )
         background = BackgroundTurns(turns, sweeper, loop_settings.sweep_interval_seconds)
         background.start_sweeping()
+        retention = RetentionJob(
+            sessions,
+            usage_days=settings.usage_retention_days,
+            audit_days=settings.audit_retention_days,
+            settings=settings.retention,
+        )
+        retention.start()
         return cls(
             settings=settings,
             engine=engine,
@@ -141,9 +150,11 @@ class Services:
                 settings.admin_ui.sign_in_attempts_total,
                 MemoryCounters(),
             ),
+            retention=retention,
         )
 
     async def stop(self) -> None:
+        await self.retention.aclose()
         await self.background.aclose()
         await self.tools.aclose()
         await self.usage.aclose()

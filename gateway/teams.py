@@ -33,15 +33,12 @@ class TeamStore:
         """Teams with budgets, and teams that keys name without one."""
         async with self._sessions() as session:
             stored = {team.name: team for team in await session.scalars(select(Team))}
-            counts = dict(
-                (
-                    await session.execute(
-                        select(ApiKey.team, func.count(ApiKey.id))
-                        .where(ApiKey.team.is_not(None), ApiKey.revoked_at.is_(None))
-                        .group_by(ApiKey.team)
-                    )
-                ).tuples()
+            rows = await session.execute(
+                select(ApiKey.team, func.count(ApiKey.id))
+                .where(ApiKey.team.is_not(None), ApiKey.revoked_at.is_(None))
+                .group_by(ApiKey.team)
             )
+            counts = {name: int(count) for name, count in rows.all()}
         names = sorted(set(stored) | {name for name in counts if name is not None})
         return [_info(name, stored.get(name), counts.get(name, 0)) for name in names]
 
