@@ -31,7 +31,13 @@ class KeyLimits(BaseModel):
 
     @property
     def unlimited(self) -> bool:
-        return all(value is None for value in self.model_dump().values())
+        # Plain attribute reads: this runs on every request.
+        return (
+            self.requests_per_minute is None
+            and self.tokens_per_minute is None
+            and self.budget_per_day is None
+            and self.budget_per_month is None
+        )
 
 
 class TeamBudget(BaseModel):
