@@ -32,7 +32,7 @@ async def authenticate(
         raise AuthenticationFailed("Missing API key. Send it as `Authorization: Bearer <key>`.")
     principal = await services.keys.authenticate(key)
     if principal is None:
-        raise AuthenticationFailed("Invalid, revoked or expired API key.")
+        raise AuthenticationFailed("Invalid or revoked API key.")
     context = request_context(request)
     context.key_id = principal.key_id
     context.key_name = principal.name

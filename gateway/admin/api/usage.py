@@ -190,7 +190,15 @@ def _cell(value: object) -> object:
     return value
 
 
-@router.get("")
+USAGE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Usage rows as JSON, or as CSV with `format=csv`",
+        "content": {"application/json": {}, "text/csv": {"schema": {"type": "string"}}},
+    }
+}
+
+
+@router.get("", responses=USAGE_RESPONSES)
 async def usage_endpoint(
     principal: AdminPrincipal,
     services: ServicesDep,
