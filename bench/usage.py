@@ -41,7 +41,7 @@ SELECT now() - ((n::bigint * 7776000) / $1) * interval '1 second', md5(n::text),
     'key-' || (n % 200),
     '/v1/chat/completions', (ARRAY['gpt-4o','gpt-4o-mini','claude-sonnet-4-5','claude-haiku-4-5',
     'llama3.2','o3-mini'])[1 + n % 6], (ARRAY['openai','openai','anthropic','anthropic','ollama',
-    'openai'])[1 + n % 6], 200 + n % 1800, 50 + n % 700, 80 + (n * 7919) % 4000,
+    'openai'])[1 + n % 6], 200 + n % 1800, 50 + n % 700, 80 + (n::bigint * 7919) % 4000,
     CASE WHEN n % 50 = 0 THEN 502 ELSE 200 END, NULL, 'team-' || (n % 200 % 20), n % 300, 0,
     0, (200 + n % 1800) * 0.0000025 + (50 + n % 700) * 0.00001
 FROM generate_series(1, $1) AS n
