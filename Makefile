@@ -12,7 +12,7 @@ PORT ?= 8000
 CHECKOV_ENV := $(TOOLS)/checkov
 CHECKOV_LOCK := tools/checkov/requirements.txt
 
-.PHONY: install run migrate test lint typecheck pytest checkov chromium clean bench bench-tools bench-usage
+.PHONY: install run migrate test lint typecheck pytest checkov chromium npm-tools clean bench bench-tools bench-usage
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -53,7 +53,15 @@ typecheck: install
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends chromium; }
 
-pytest: install checkov chromium
+# The official MCP conformance suite and npm's server-everything (with a Node 22 runtime from the
+# npm registry's `node` package), from their lock file; the tests also install them on demand.
+NPM_TOOLS := tests/mcp_client/npm
+$(NPM_TOOLS)/node_modules/.package-lock.json: $(NPM_TOOLS)/package-lock.json
+	npm ci --prefix $(NPM_TOOLS) --no-audit --no-fund --loglevel=error
+
+npm-tools: $(NPM_TOOLS)/node_modules/.package-lock.json
+
+pytest: install checkov chromium npm-tools
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterator
+import json
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -23,7 +24,6 @@ from adapters.naming import ToolNames, for_wire, request_names
 from llm_service.assemble import StreamAssembler, finish_reason, tool_call
 from llm_service.config import ModelConfig
 from llm_service.errors import (
-    GatewayError,
     UpstreamConnectionError,
     UpstreamError,
     UpstreamProtocolError,
@@ -111,9 +111,10 @@ class AnthropicAdapter:
         state = _StreamState(names=names, model=self._config.upstream_model)
         with _mapped_errors():
             events = await self._client.messages.create(**body, stream=True)
-            async for event in events:
-                for delta in state.handle(event):
-                    yield delta
+        # Only the SDK's reading of the stream is mapped: what we make of an event is ours.
+        async for event in _read(events):
+            for delta in state.handle(event):
+                yield delta
         if not state.stopped:
             raise UpstreamProtocolError(
                 "anthropic's stream ended before message_stop", provider=PROVIDER
@@ -242,19 +243,32 @@ class _StreamState:
         return replace(assembled, message=replace(assembled.message, thinking=blocks))
 
 
+async def _read(
+    events: AsyncIterator[RawMessageStreamEvent],
+) -> AsyncIterator[RawMessageStreamEvent]:
+    """The SDK's stream events, its failures mapped; the yield is outside the mapping."""
+    while True:
+        with _mapped_errors():
+            event = await anext(events, None)
+        if event is None:
+            return
+        yield event
+
+
 @contextmanager
 def _mapped_errors() -> Iterator[None]:
+    """The SDK's and the wire's failures, by type; around SDK calls only, so a failure of ours
+    is not charged to Anthropic (the router reports it as an internal error)."""
     try:
         yield
-    except GatewayError:
-        raise
     except anthropic.APIStatusError as exc:
         raise _status_error(exc) from exc
     except anthropic.APITimeoutError as exc:
         raise UpstreamTimeout("anthropic did not answer in time", provider=PROVIDER) from exc
     except anthropic.APIConnectionError as exc:
         raise UpstreamConnectionError(f"cannot reach anthropic: {exc}", provider=PROVIDER) from exc
-    except (anthropic.APIResponseValidationError, ValueError) as exc:
+    # The SDK decodes a body (whole, or a stream event's data) with json.loads.
+    except (anthropic.APIResponseValidationError, json.JSONDecodeError) as exc:
         raise UpstreamProtocolError(
             f"anthropic answered with a malformed body: {exc}", provider=PROVIDER
         ) from exc

@@ -42,12 +42,15 @@ def request_body(request: ChatRequest, model: str, default_max_tokens: int | Non
         if choice is not None:
             body["tool_choice"] = choice
     optional: JSON = {
-        "temperature": params.temperature,
-        "top_p": params.top_p,
         "stop_sequences": list(params.stop) or None,
         "metadata": {"user_id": params.user} if params.user else None,
     }
     body.update({k: v for k, v in optional.items() if v is not None})
+    # The API still takes these; the SDK no longer has arguments for them.
+    sampling = {"temperature": params.temperature, "top_p": params.top_p}
+    sampling = {k: v for k, v in sampling.items() if v is not None}
+    if sampling:
+        body["extra_body"] = sampling
     return body
 
 

@@ -2,7 +2,7 @@
 
 LiteLLM speaks the OpenAI format on both sides, so requests reuse ``openai_format`` and answers
 are read like OpenAI's. It is heavy to import: this module is imported only when a configured
-model uses it (see ``llm_service.providers``).
+model uses it (see ``gateway.providers``).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ PROVIDER = "mock"
 class MockAdapter:
     provider = PROVIDER
 
-    def __init__(self, config: ModelConfig, api_key: str | None = None) -> None:
+    def __init__(self, config: ModelConfig) -> None:
         self._config = config
 
     async def complete(self, request: ChatRequest) -> ChatResponse:

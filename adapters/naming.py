@@ -19,7 +19,6 @@ from llm_service.types import (
     ChatRequest,
     Message,
     NamedToolChoice,
-    ToolCall,
     ToolResultMessage,
 )
 
@@ -120,7 +119,3 @@ def _message_for_wire(message: Message, names: ToolNames, style: IdStyle | None)
             name=names.wire(message.name) if message.name else None,
         )
     return message
-
-
-def canonical_call(call: ToolCall, names: ToolNames) -> ToolCall:
-    return replace(call, name=names.canonical(call.name))

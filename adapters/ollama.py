@@ -10,13 +10,13 @@ from typing import Any
 
 import httpx
 import ollama
+import pydantic
 
 from adapters.naming import ToolNames, for_wire, request_names
 from adapters.ollama_format import request_body
 from llm_service.assemble import StreamAssembler, finish_reason, tool_call
 from llm_service.config import ModelConfig
 from llm_service.errors import (
-    GatewayError,
     UpstreamConnectionError,
     UpstreamProtocolError,
     UpstreamTimeout,
@@ -77,8 +77,9 @@ class OllamaAdapter:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         names = request_names(request)
+        body = self._body(request, names, False)
         with _mapped_errors():
-            reply: ollama.ChatResponse = await self._post(self._body(request, names, False), False)
+            reply: ollama.ChatResponse = await self._post(body, False)
         message = reply.message
         calls = tuple(_call(c, names) for c in message.tool_calls or ())
         thinking = (Thinking(message.thinking),) if message.thinking else ()
@@ -93,18 +94,18 @@ class OllamaAdapter:
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         names = request_names(request)
+        body = self._body(request, names, True)
         assembler = StreamAssembler()
         final: ollama.ChatResponse | None = None
         with _mapped_errors():
-            chunks: AsyncIterator[ollama.ChatResponse] = await self._post(
-                self._body(request, names, True), True
-            )
-            async for chunk in chunks:
-                for event in _chunk_events(chunk, names, len(assembler.calls)):
-                    assembler.add(event)
-                    yield event
-                if chunk.done:
-                    final = chunk
+            chunks: AsyncIterator[ollama.ChatResponse] = await self._post(body, True)
+        # Only the client's reading of the stream is mapped: what we make of a chunk is ours.
+        async for chunk in _read(chunks):
+            for event in _chunk_events(chunk, names, len(assembler.calls)):
+                assembler.add(event)
+                yield event
+            if chunk.done:
+                final = chunk
         if final is None:
             raise UpstreamProtocolError("ollama's stream ended before done", provider=PROVIDER)
         model = final.model or self._config.upstream_model
@@ -162,12 +163,22 @@ def _chunk_events(
         )
 
 
+async def _read(chunks: AsyncIterator[ollama.ChatResponse]) -> AsyncIterator[ollama.ChatResponse]:
+    """The client's stream chunks, its failures mapped; the yield is outside the mapping."""
+    while True:
+        with _mapped_errors():
+            chunk = await anext(chunks, None)
+        if chunk is None:
+            return
+        yield chunk
+
+
 @contextmanager
 def _mapped_errors() -> Iterator[None]:
+    """The client's and the wire's failures, by type; around client calls only, so a failure of
+    ours is not charged to Ollama (the router reports it as an internal error)."""
     try:
         yield
-    except GatewayError:
-        raise
     except ollama.ResponseError as exc:
         # -1: an error object inside a stream that had started with 200.
         status = exc.status_code if exc.status_code >= 400 else 500
@@ -176,7 +187,8 @@ def _mapped_errors() -> Iterator[None]:
         raise UpstreamTimeout("ollama did not answer in time", provider=PROVIDER) from exc
     except (ConnectionError, httpx.TransportError) as exc:
         raise UpstreamConnectionError(f"cannot reach ollama: {exc}", provider=PROVIDER) from exc
-    except ValueError as exc:  # bad JSON or a body that does not validate
+    # The client decodes each body or line with json.loads, then validates it with pydantic.
+    except (json.JSONDecodeError, pydantic.ValidationError) as exc:
         raise UpstreamProtocolError(
             f"ollama answered with a malformed body: {exc}", provider=PROVIDER
         ) from exc

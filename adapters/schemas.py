@@ -17,6 +17,18 @@ _COMBINATORS = ("anyOf", "oneOf", "allOf")
 # Keys whose value is one sub-schema, and keys whose value maps names to sub-schemas.
 _SCHEMA_KEYS = ("items", "additionalProperties", "not", "contains")
 _SCHEMA_MAP_KEYS = ("properties", "patternProperties", "$defs", "definitions")
+# Every other place a sub-schema may sit: where OpenAI must not find a `default` either.
+_MORE_SCHEMA_KEYS = (
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "additionalItems",
+    "contentSchema",
+)
+_MORE_SCHEMA_MAP_KEYS = ("dependentSchemas", "dependencies")  # `dependencies` may also hold lists
 
 
 def _children(schema: JSON) -> list[Any]:
@@ -30,12 +42,24 @@ def _children(schema: JSON) -> list[Any]:
     return children
 
 
-def _walk(schema: Any, visit: Callable[[JSON], None]) -> None:
+def _every_child(schema: JSON) -> list[Any]:
+    children = _children(schema) + [schema.get(key) for key in _MORE_SCHEMA_KEYS]
+    for key in _MORE_SCHEMA_MAP_KEYS:
+        if isinstance(schema.get(key), dict):
+            children.extend(schema[key].values())
+    return children
+
+
+def _walk(
+    schema: Any,
+    visit: Callable[[JSON], None],
+    children: Callable[[JSON], list[Any]] = _children,
+) -> None:
     """Apply ``visit`` to every sub-schema, children first (in place: callers pass a copy)."""
     if not isinstance(schema, dict):
         return
-    for child in _children(schema):
-        _walk(child, visit)
+    for child in children(schema):
+        _walk(child, visit, children)
     visit(schema)
 
 
@@ -55,7 +79,7 @@ def openai_parameters(schema: JSON) -> JSON:
     def strip_default(node: JSON) -> None:
         node.pop("default", None)
 
-    _walk(result, strip_default)
+    _walk(result, strip_default, _every_child)
     return _object_root(result)
 
 

@@ -26,8 +26,8 @@ import asyncpg
 
 from db.base import utcnow
 from db.engine import create_engine, session_factory
-from db.migrate import upgrade
 from gateway.admin.api.usage import UsageQuery, usage_report
+from migrations.commands import upgrade
 
 POSTGRES_URL = os.environ.get(
     "GATEWAY_BENCH_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"

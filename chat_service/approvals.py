@@ -6,11 +6,24 @@ from collections.abc import Callable
 from datetime import datetime
 
 from chat_service.config import ToolLoopSettings
-from chat_service.errors import DecisionConflict, SelfApprovalForbidden, ToolCallNotFound
-from chat_service.executor import result_message
+from chat_service.errors import (
+    ApprovalRefused,
+    DecisionConflict,
+    SelfApprovalForbidden,
+    ToolCallNotFound,
+)
+from chat_service.policy_checks import PolicyChecks, result_message
 from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView
 from db.base import utcnow
-from governance import ToolGovernance
+from governance import Denial, Stage, ToolGovernance
+
+# Told of every decision taken (the call as decided), wherever it was taken (API or admin UI):
+# the gateway counts it and resumes the turn.
+DecisionObserver = Callable[[ToolCallView], None]
+
+
+# Denials about the requester rather than the tool: answered 403 rather than 409.
+_REQUESTER_DENIALS = frozenset({Denial.KEY_REVOKED, Denial.ROLE_NOT_ALLOWED})
 
 
 class Approvals:
@@ -20,25 +33,28 @@ class Approvals:
         tools: ToolGovernance,
         settings: ToolLoopSettings,
         clock: Callable[[], datetime] = utcnow,
+        on_decision: DecisionObserver | None = None,
     ) -> None:
         self._calls = calls
         self._tools = tools
         self._settings = settings
         self._clock = clock
+        self._on_decision = on_decision
+        self._checks = PolicyChecks(tools, calls, clock)
 
     async def pending(self) -> list[ToolCallView]:
         return await self._calls.in_states([CallState.AWAITING_APPROVAL])
 
     async def decide(
-        self, call_id: str, approver_key_id: int, approve: bool, reason: str | None
+        self, record_id: str, approver_key_id: int, approve: bool, reason: str | None
     ) -> ToolCallView:
-        call = await self._calls.get(call_id)
+        """Approve or reject a held call: single-use, audited (by the move), then observed."""
+        call = await self._calls.get(record_id)
         if call is None:
-            raise ToolCallNotFound(f"No tool call `{call_id}`.")
+            raise ToolCallNotFound(f"No tool call `{record_id}`.")
         if call.state is not CallState.AWAITING_APPROVAL:
             raise DecisionConflict(f"The call is `{call.state.value}`, not awaiting a decision.")
-        if call.requested_by_key_id == approver_key_id and not self._settings.allow_self_approval:
-            raise SelfApprovalForbidden("A caller cannot decide on its own tool call.")
+        await self._refuse_self_approval(call, approver_key_id)
         if call.expires_at is not None and call.expires_at <= self._clock():
             await self.expire(call)
             raise DecisionConflict("The approval expired; the call was not run.")
@@ -49,22 +65,50 @@ class Approvals:
         )
         if moved is None:
             raise DecisionConflict("Another decision on this call came first.")
+        if self._on_decision is not None:
+            self._on_decision(moved)
         return moved
+
+    async def _refuse_self_approval(self, call: ToolCallView, approver_key_id: int) -> None:
+        """Self-approval is by person or service, not by key: an admin's second key is still
+        the admin. Keys without a directory (an embedding program) compare by id."""
+        if self._settings.allow_self_approval:
+            return
+        requester = await self._tools.key_state(call.requested_by_key_id)
+        approver = await self._tools.key_state(approver_key_id)
+        if requester is None or approver is None:
+            same = call.requested_by_key_id == approver_key_id
+        else:
+            same = requester.owner == approver.owner or requester.key_id == approver.key_id
+        if not same:
+            return
+        owner = None if approver is None else approver.owner
+        await self._calls.audit(call, "self_approval_refused", approver_key_id, {"owner": owner})
+        raise SelfApprovalForbidden("A caller cannot decide on its own tool call.")
 
     async def _approve(
         self, call: ToolCallView, approver_key_id: int, reason: str | None
     ) -> ToolCallView | None:
-        tool = self._tools.tool(call.tool_name)
-        if (
-            tool is None
-            or self._tools.held_for_review(tool)
-            or tool.definition_hash != call.definition_hash
-        ):
-            raise DecisionConflict(
-                "The tool's definition changed since the call was proposed; it cannot be approved."
+        verdict = await self._checks.check(call, Stage.APPROVE, actor_key_id=approver_key_id)
+        if not verdict.allowed:
+            # The call ends here, and the model is told why; the approver hears it too.
+            denied = await self._checks.deny(
+                call,
+                CallState.AWAITING_APPROVAL,
+                verdict.reason or "",
+                approver_key_id,
+                self._decision(approver_key_id, reason),
+            )
+            if denied is None:
+                return None
+            if self._on_decision is not None:
+                self._on_decision(denied)
+            raise ApprovalRefused(
+                f"The call may no longer run ({verdict.reason}); it was not approved.",
+                forbidden=verdict.denial in _REQUESTER_DENIALS,
             )
         return await self._calls.move(
-            call.id,
+            call.record_id,
             CallState.AWAITING_APPROVAL,
             CallState.APPROVED,
             actor_key_id=approver_key_id,
@@ -76,7 +120,7 @@ class Approvals:
     ) -> ToolCallView | None:
         text = f"Rejected by reviewer: {reason or 'no reason given'}"
         return await self._calls.move(
-            call.id,
+            call.record_id,
             CallState.AWAITING_APPROVAL,
             CallState.REJECTED,
             actor_key_id=approver_key_id,
@@ -97,7 +141,7 @@ class Approvals:
     async def expire(self, call: ToolCallView) -> ToolCallView | None:
         text = "The approval request expired; the call was not run."
         return await self._calls.move(
-            call.id,
+            call.record_id,
             CallState.AWAITING_APPROVAL,
             CallState.EXPIRED,
             result_message=result_message(call, text, True),

@@ -20,10 +20,8 @@ _END = object()
 class BackgroundTurns:
     """Runs turns as tasks so a caller that disconnects never leaves a turn half-done."""
 
-    def __init__(self, turns: TurnRunner, sweeper: Sweeper, sweep_seconds: float) -> None:
+    def __init__(self, turns: TurnRunner) -> None:
         self._turns = turns
-        self._sweeper = sweeper
-        self._sweep_seconds = sweep_seconds
         self._tasks: set[asyncio.Task[None]] = set()
 
     def relay(self, turn: AsyncIterator[TurnEvent]) -> AsyncIterator[TurnEvent]:
@@ -53,17 +51,17 @@ class BackgroundTurns:
 
         self._spawn(run())
 
-    def start_sweeping(self) -> None:
-        self._spawn(self._sweep_forever())
+    def start_sweeping(self, sweeper: Sweeper, every_seconds: float) -> None:
+        self._spawn(self._sweep_forever(sweeper, every_seconds))
 
-    async def _sweep_forever(self) -> None:
+    async def _sweep_forever(self, sweeper: Sweeper, every_seconds: float) -> None:
         while True:
             try:
-                for conversation_id in await self._sweeper.sweep():
+                for conversation_id in await sweeper.sweep():
                     self.resume(conversation_id)
             except Exception:  # keep sweeping: one bad pass must not stop expiry for good
                 log.exception("sweep_failed")
-            await asyncio.sleep(self._sweep_seconds)
+            await asyncio.sleep(every_seconds)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(self._logged(coroutine))

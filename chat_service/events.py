@@ -1,41 +1,186 @@
-"""Typed events of a turn, as streamed to callers and (all but deltas) persisted."""
+"""Typed events of a turn, as streamed to callers and (all but deltas) persisted.
+
+Each event is a frozen dataclass whose ``type`` names it on the wire. Its JSON payload (``data``)
+is what a stream sends and what ``conversation_events`` stores; ``EVENTS`` reads it back.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import AsyncIterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Annotated, Any, Literal, cast
 
-TurnStatus = Literal["completed", "awaiting_approval", "failed"]
+from pydantic import Field, TypeAdapter
+
+from chat_service.errors import TurnFailed
+from chat_service.messages import FlatStoredMessage, StoredMessage
+from chat_service.tool_calls import ToolCallView
+from llm_service.errors import GatewayError
+from llm_service.types import AssistantMessage
+
+
+class TurnStatus(StrEnum):
+    COMPLETED = "completed"
+    AWAITING_APPROVAL = "awaiting_approval"
+    FAILED = "failed"
 
 
 @dataclass(frozen=True, slots=True)
-class TurnEvent:
-    """``type`` names the event on the wire; ``data`` is its JSON payload."""
+class _Event:
+    @property
+    def data(self) -> dict[str, Any]:
+        """The JSON payload: what a stream sends after ``event: <type>``, and what is stored."""
+        data: dict[str, Any] = EVENTS.dump_python(
+            cast("TurnEvent", self), mode="json", by_alias=True
+        )
+        del data["type"]
+        return data
 
-    type: str
-    data: dict[str, Any]
+    @property
+    def durable(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class MessageDelta(_Event):
+    text: str
+    type: Literal["message.delta"] = "message.delta"
 
     @property
     def durable(self) -> bool:
         """Text deltas are not stored: the completed message carries the same text."""
-        return self.type != "message.delta"
+        return False
 
 
-def message_delta(text: str) -> TurnEvent:
-    return TurnEvent("message.delta", {"text": text})
+@dataclass(frozen=True, slots=True)
+class MessageCompleted(_Event):
+    message: FlatStoredMessage
+    type: Literal["message.completed"] = "message.completed"
 
 
-def message_completed(message: dict[str, Any]) -> TurnEvent:
-    return TurnEvent("message.completed", {"message": message})
+@dataclass(frozen=True, slots=True)
+class _ToolCallEvent(_Event):
+    tool_call: ToolCallView
 
 
-def tool_call_event(kind: str, call: dict[str, Any]) -> TurnEvent:
-    return TurnEvent(f"tool_call.{kind}", {"tool_call": call})
+@dataclass(frozen=True, slots=True)
+class ToolCallCreated(_ToolCallEvent):
+    type: Literal["tool_call.created"] = "tool_call.created"
 
 
-def error(code: str, message: str) -> TurnEvent:
-    return TurnEvent("error", {"code": code, "message": message})
+@dataclass(frozen=True, slots=True)
+class ToolCallAwaitingApproval(_ToolCallEvent):
+    type: Literal["tool_call.awaiting_approval"] = "tool_call.awaiting_approval"
 
 
-def turn_finished(status: TurnStatus) -> TurnEvent:
-    return TurnEvent("turn.finished", {"status": status})
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted(_ToolCallEvent):
+    type: Literal["tool_call.started"] = "tool_call.started"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallCompleted(_ToolCallEvent):
+    type: Literal["tool_call.completed"] = "tool_call.completed"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnError(_Event):
+    """Why a turn failed, kept as the HTTP edge reports errors: a caller that waits on the turn
+    answers with the same status, type, code and ``Retry-After`` (an upstream 429 stays a 429).
+    A failure of the loop itself (round limit, timeout) is a 502 unless it says otherwise."""
+
+    code: str
+    message: str
+    error_type: str = "upstream_error"
+    http_status: int = 502
+    retry_after: float | None = None
+    type: Literal["error"] = "error"
+
+    @classmethod
+    def of(cls, error: GatewayError) -> TurnError:
+        return cls(
+            code=error.code or error.error_type,
+            message=error.message,
+            error_type=error.error_type,
+            http_status=error.status_code,
+            retry_after=error.retry_after,
+        )
+
+    def exception(self) -> TurnFailed:
+        return TurnFailed(
+            self.message,
+            status_code=self.http_status,
+            error_type=self.error_type,
+            code=self.code,
+            retry_after=self.retry_after,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFinished(_Event):
+    status: TurnStatus
+    type: Literal["turn.finished"] = "turn.finished"
+
+
+TurnEvent = (
+    MessageDelta
+    | MessageCompleted
+    | ToolCallCreated
+    | ToolCallAwaitingApproval
+    | ToolCallStarted
+    | ToolCallCompleted
+    | TurnError
+    | TurnFinished
+)
+EVENTS: TypeAdapter[TurnEvent] = TypeAdapter(Annotated[TurnEvent, Field(discriminator="type")])
+
+
+def stored_event(kind: str, data: dict[str, Any]) -> TurnEvent:
+    """An event read back from its stored ``type`` and payload."""
+    return EVENTS.validate_python({**data, "type": kind})
+
+
+@dataclass
+class TurnSummary:
+    """What a turn's events add up to: how it ended, its messages, each call's latest state."""
+
+    status: TurnStatus = TurnStatus.FAILED  # a stream that stops without an ending failed
+    messages: list[StoredMessage] = field(default_factory=list)
+    tool_calls: dict[str, ToolCallView] = field(default_factory=dict)
+    error: TurnError | None = None
+
+    def add(self, event: TurnEvent) -> None:
+        match event:
+            case MessageCompleted(message=stored):
+                self.messages.append(stored)
+            case _ToolCallEvent(tool_call=call):
+                self.tool_calls[call.record_id] = call
+            case TurnError():
+                self.error = event
+            case TurnFinished(status=status):
+                self.status = status
+
+    @property
+    def answer(self) -> str:
+        """The last assistant text of the turn."""
+        for stored in reversed(self.messages):
+            if isinstance(stored.message, AssistantMessage):
+                return stored.message.content or ""
+        return ""
+
+    def to_json(self, conversation_id: str) -> dict[str, Any]:
+        return {
+            "conversation_id": conversation_id,
+            "status": self.status.value,
+            "messages": [stored.to_json() for stored in self.messages],
+            "tool_calls": [call.to_json() for call in self.tool_calls.values()],
+            "error": self.error.data if self.error is not None else None,
+        }
+
+
+async def summarize(events: AsyncIterable[TurnEvent]) -> TurnSummary:
+    summary = TurnSummary()
+    async for event in events:
+        summary.add(event)
+    return summary

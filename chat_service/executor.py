@@ -9,22 +9,26 @@ from datetime import datetime, timedelta
 import structlog
 from opentelemetry.trace import NoOpTracer, Tracer
 
-from chat_service import events
 from chat_service.config import ToolLoopSettings
-from chat_service.events import TurnEvent
+from chat_service.events import (
+    ToolCallAwaitingApproval,
+    ToolCallCompleted,
+    ToolCallCreated,
+    ToolCallStarted,
+    TurnEvent,
+)
+from chat_service.policy_checks import PolicyChecks, result_message
 from chat_service.store import ConversationInfo
 from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView
 from db.base import utcnow
-from governance import ToolGovernance
+from governance import Stage, ToolGovernance
 from llm_service.spans import span
-from llm_service.types import ToolCall, ToolResultMessage
+from llm_service.types import ToolCall
 from mcp_client.types import ToolResult
 
 log = structlog.get_logger("chat_service.executor")
 
-
-def result_message(call: ToolCallView, content: str, is_error: bool) -> ToolResultMessage:
-    return ToolResultMessage(call.call_id, content, name=call.tool_name, is_error=is_error)
+__all__ = ["ToolExecutor", "result_message"]
 
 
 class ToolExecutor:
@@ -41,6 +45,7 @@ class ToolExecutor:
         self._calls = calls
         self._settings = settings
         self._clock = clock
+        self._checks = PolicyChecks(tools, calls, clock)
 
     async def run_round(
         self,
@@ -64,7 +69,7 @@ class ToolExecutor:
                 requested_by_key_id=conversation.api_key_id,
             )
             proposed.append((view, call))
-            yield events.tool_call_event("created", view.to_json())
+            yield ToolCallCreated(view)
         approved: list[ToolCallView] = []
         for index, (view, call) in enumerate(proposed):
             over_budget = index >= budget
@@ -74,33 +79,23 @@ class ToolExecutor:
             if moved.state is CallState.APPROVED:
                 approved.append(moved)
             elif moved.state is CallState.AWAITING_APPROVAL:
-                yield events.tool_call_event("awaiting_approval", moved.to_json())
+                yield ToolCallAwaitingApproval(moved)
             else:
-                yield events.tool_call_event("completed", moved.to_json())
+                yield ToolCallCompleted(moved)
         async for event in self.execute(approved):
             yield event
 
     async def _decide(
         self, conversation: ConversationInfo, view: ToolCallView, call: ToolCall, over_budget: bool
     ) -> ToolCallView | None:
-        verdict = self._tools.may_run(call, conversation.roles)
-        tool, reason = verdict.tool, verdict.reason
         if over_budget:
             reason = "The turn's limit on tool calls is reached."
-        if reason is not None or tool is None:
-            log.warning("tool_call_denied", tool=call.name, reason=reason)
-            return await self._calls.move(
-                view.id,
-                CallState.PROPOSED,
-                CallState.DENIED_BY_POLICY,
-                result_message=result_message(view, f"Denied by policy: {reason}", True),
-                changes={
-                    "policy_reason": reason,
-                    "result": reason,
-                    "result_is_error": True,
-                    "finished_at": self._clock(),
-                },
-            )
+            return await self._checks.deny(view, CallState.PROPOSED, reason)
+        verdict = await self._checks.check(view, Stage.PROPOSE, call=call, roles=conversation.roles)
+        tool = verdict.tool
+        if verdict.reason is not None or tool is None:
+            log.warning("tool_call_denied", tool=call.name, reason=verdict.reason)
+            return await self._checks.deny(view, CallState.PROPOSED, verdict.reason or "denied")
         identity: dict[str, object] = {
             "definition_hash": tool.definition_hash,
             "server": tool.server,
@@ -108,40 +103,49 @@ class ToolExecutor:
         if verdict.requires_approval:
             expires_at = self._clock() + timedelta(seconds=self._settings.approval_expiry_seconds)
             return await self._calls.move(
-                view.id,
+                view.record_id,
                 CallState.PROPOSED,
                 CallState.AWAITING_APPROVAL,
                 changes={**identity, "expires_at": expires_at},
             )
         return await self._calls.move(
-            view.id, CallState.PROPOSED, CallState.APPROVED, changes=identity
+            view.record_id, CallState.PROPOSED, CallState.APPROVED, changes=identity
         )
 
     async def execute(self, calls: list[ToolCallView]) -> AsyncIterator[TurnEvent]:
         """Run approved calls; the compare-and-set to `executing` makes each run at most once."""
         started: list[ToolCallView] = []
         for call in calls:
+            # Decided again at the last moment: a key revoked, a role narrowed, a tool disabled
+            # or changed since the approval stops the call here.
+            verdict = await self._checks.check(call, Stage.EXECUTE)
+            if not verdict.allowed:
+                denied = await self._checks.deny(call, CallState.APPROVED, verdict.reason or "")
+                if denied is not None:
+                    yield ToolCallCompleted(denied)
+                continue
             moved = await self._calls.move(
-                call.id,
+                call.record_id,
                 CallState.APPROVED,
                 CallState.EXECUTING,
                 changes={"started_at": self._clock()},
             )
             if moved is not None:
                 started.append(moved)
-                yield events.tool_call_event("started", moved.to_json())
+                yield ToolCallStarted(moved)
         finished = await asyncio.gather(*(self._run(call) for call in started))
         for call in finished:
-            yield events.tool_call_event("completed", call.to_json())
+            yield ToolCallCompleted(call)
 
     async def _run(self, call: ToolCallView) -> ToolCallView:
+        # The loop's limit; the catalog applies the tighter of it and the server's call_timeout.
         timeout = self._settings.tool_timeout_seconds
         state = CallState.SUCCEEDED
         try:
             # The catalog enforces the timeout with protocol cancellation; this is the backstop.
             async with asyncio.timeout(timeout + 5):
                 with span(self._tracer, f"tool {call.tool_name}") as current:
-                    current.set_attribute("gateway.tool_call_id", call.id)
+                    current.set_attribute("gateway.tool_call.record_id", call.record_id)
                     result = await self._tools.call_tool(call.tool_name, call.arguments, timeout)
                     current.set_attribute("gateway.tool_error", result.is_error)
         except TimeoutError:
@@ -152,10 +156,12 @@ class ToolExecutor:
         except Exception as exc:  # a broken tool must not break the turn
             log.exception("tool_call_crashed", tool=call.tool_name)
             result = ToolResult(f"Tool failed: {type(exc).__name__}", is_error=True)
-        if result.is_error and state is CallState.SUCCEEDED:
+        if result.timed_out:
+            state = CallState.TIMED_OUT
+        elif result.is_error and state is CallState.SUCCEEDED:
             state = CallState.FAILED
         moved = await self._calls.move(
-            call.id,
+            call.record_id,
             CallState.EXECUTING,
             state,
             result_message=result_message(call, result.content, result.is_error),

@@ -2,28 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service.errors import ConversationNotFound
-from chat_service.events import TurnEvent
+from chat_service.events import TurnEvent, TurnFinished, TurnStatus, stored_event
+from chat_service.messages import StoredMessage, message_row, stored_message
 from db.base import utcnow
 from db.models import Conversation, ConversationEvent, ConversationMessage
-from llm_service.types import (
-    AssistantMessage,
-    Message,
-    SystemMessage,
-    TextPart,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
+from llm_service.types import Message, SystemMessage
+
+
+class ConversationStatus(StrEnum):
+    """Where the conversation's turn is; moved only by compare-and-set (``move``)."""
+
+    IDLE = "idle"
+    RUNNING = "running"
+    AWAITING_APPROVAL = "awaiting_approval"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +36,7 @@ class ConversationInfo:
     model: str
     bundle: str | None
     roles: frozenset[str]
-    status: str
+    status: ConversationStatus
     turn_started_at: datetime | None
     created_at: datetime
 
@@ -42,82 +45,9 @@ class ConversationInfo:
             "id": self.id,
             "model": self.model,
             "bundle": self.bundle,
-            "status": self.status,
+            "status": self.status.value,
             "created_at": self.created_at.isoformat(),
         }
-
-
-@dataclass(frozen=True, slots=True)
-class StoredMessage:
-    id: int
-    message: Message
-    created_at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            **message_json(self.message),
-            "created_at": self.created_at.isoformat(),
-        }
-
-
-def message_json(message: Message) -> dict[str, Any]:
-    match message:
-        case SystemMessage(content=content):
-            return {"role": "system", "content": content}
-        case UserMessage(content=str() as content):
-            return {"role": "user", "content": content}
-        case UserMessage(content=parts):
-            text = " ".join(p.text for p in parts if isinstance(p, TextPart))
-            return {"role": "user", "content": text}
-        case AssistantMessage(content=content, tool_calls=calls):
-            return {
-                "role": "assistant",
-                "content": content,
-                "tool_calls": [
-                    {"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls
-                ],
-            }
-        case ToolResultMessage():
-            return {
-                "role": "tool",
-                "tool_call_id": message.tool_call_id,
-                "name": message.name,
-                "content": message.content,
-                "is_error": message.is_error,
-            }
-    raise AssertionError(f"unhandled message {message!r}")  # pragma: no cover
-
-
-def message_row(conversation_id: str, message: Message) -> ConversationMessage:
-    data = message_json(message)
-    return ConversationMessage(
-        conversation_id=conversation_id,
-        role=data["role"],
-        content=data.get("content"),
-        tool_calls=data.get("tool_calls") or None,
-        tool_call_id=data.get("tool_call_id"),
-        name=data.get("name"),
-        is_error=bool(data.get("is_error")),
-    )
-
-
-def _message(row: ConversationMessage) -> Message:
-    if row.role == "system":
-        return SystemMessage(row.content or "")
-    if row.role == "user":
-        return UserMessage(row.content or "")
-    if row.role == "assistant":
-        calls = tuple(
-            ToolCall(c["id"], c["name"], dict(c["arguments"])) for c in row.tool_calls or ()
-        )
-        return AssistantMessage(content=row.content, tool_calls=calls)
-    return ToolResultMessage(
-        tool_call_id=row.tool_call_id or "",
-        content=row.content or "",
-        name=row.name,
-        is_error=row.is_error,
-    )
 
 
 def _info(row: Conversation) -> ConversationInfo:
@@ -127,10 +57,13 @@ def _info(row: Conversation) -> ConversationInfo:
         model=row.model,
         bundle=row.bundle,
         roles=frozenset(row.roles or ()),
-        status=row.status,
+        status=ConversationStatus(row.status),
         turn_started_at=row.turn_started_at,
         created_at=row.created_at,
     )
+
+
+_PAUSED = TurnStatus.AWAITING_APPROVAL
 
 
 class ConversationStore:
@@ -151,7 +84,7 @@ class ConversationStore:
             model=model,
             bundle=bundle,
             roles=sorted(roles),
-            status="idle",
+            status=ConversationStatus.IDLE.value,
         )
         async with self._sessions.begin() as session:
             session.add(row)
@@ -168,18 +101,22 @@ class ConversationStore:
         return _info(row)
 
     async def move(
-        self, conversation_id: str, expected: str, new: str, roles: Iterable[str] | None = None
+        self,
+        conversation_id: str,
+        expected: ConversationStatus,
+        new: ConversationStatus,
+        roles: Iterable[str] | None = None,
     ) -> bool:
         """Compare-and-set of the turn status: only one replica wins a move."""
-        values: dict[str, Any] = {"status": new, "updated_at": utcnow()}
-        if new == "running":
+        values: dict[str, Any] = {"status": new.value, "updated_at": utcnow()}
+        if new is ConversationStatus.RUNNING:
             values["turn_started_at"] = utcnow()
         if roles is not None:
             values["roles"] = sorted(roles)
         async with self._sessions.begin() as session:
             result = await session.execute(
                 update(Conversation)
-                .where(Conversation.id == conversation_id, Conversation.status == expected)
+                .where(Conversation.id == conversation_id, Conversation.status == expected.value)
                 .values(**values)
             )
         return bool(getattr(result, "rowcount", 0))
@@ -200,7 +137,7 @@ class ConversationStore:
                 )
                 .order_by(ConversationMessage.id)
             )
-            return [StoredMessage(r.id, _message(r), r.created_at) for r in rows]
+            return [stored_message(row) for row in rows]
 
     async def add_event(self, conversation_id: str, event: TurnEvent) -> int:
         row = ConversationEvent(conversation_id=conversation_id, type=event.type, data=event.data)
@@ -218,13 +155,34 @@ class ConversationStore:
                 )
                 .order_by(ConversationEvent.id)
             )
-            return [(r.id, TurnEvent(r.type, r.data)) for r in rows]
+            return [(row.id, stored_event(row.type, row.data)) for row in rows]
+
+    async def follow(
+        self, conversation_id: str, after: int, poll_seconds: float
+    ) -> AsyncIterator[tuple[int, TurnEvent]]:
+        """The durable events after ``after``, as they are stored (by any replica), until a turn
+        completes or fails, or the conversation is idle with nothing more to read. Polls the
+        database every ``poll_seconds``; callers bound the wait."""
+        cursor = after
+        while True:
+            for event_id, event in await self.events(conversation_id, cursor):
+                cursor = event_id
+                yield event_id, event
+                if isinstance(event, TurnFinished) and event.status is not _PAUSED:
+                    return
+            conversation = await self.get(conversation_id)
+            if conversation.status is ConversationStatus.IDLE and not await self.events(
+                conversation_id, cursor
+            ):
+                return
+            await asyncio.sleep(poll_seconds)
 
     async def stale_turns(self, started_before: datetime) -> list[str]:
         async with self._sessions() as session:
             rows = await session.scalars(
                 select(Conversation.id).where(
-                    Conversation.status == "running", Conversation.turn_started_at < started_before
+                    Conversation.status == ConversationStatus.RUNNING.value,
+                    Conversation.turn_started_at < started_before,
                 )
             )
             return list(rows)

@@ -7,11 +7,11 @@ from datetime import datetime, timedelta
 
 import structlog
 
-from chat_service import events
 from chat_service.approvals import Approvals
 from chat_service.config import ToolLoopSettings
+from chat_service.events import TurnError, TurnFinished, TurnStatus
 from chat_service.executor import result_message
-from chat_service.store import ConversationStore
+from chat_service.store import ConversationStatus, ConversationStore
 from chat_service.tool_calls import CallState, ToolCallStore
 from db.base import utcnow
 
@@ -55,21 +55,25 @@ class Sweeper:
                 continue
             text = "The gateway stopped while this tool ran; its outcome is unknown."
             moved = await self._calls.move(
-                call.id,
+                call.record_id,
                 CallState.EXECUTING,
                 CallState.UNKNOWN_OUTCOME,
                 result_message=result_message(call, text, True),
                 changes={"result": text, "result_is_error": True, "finished_at": self._clock()},
             )
             if moved is not None:
-                log.warning("tool_call_unknown_outcome", tool_call_id=call.id, tool=call.tool_name)
+                log.warning(
+                    "tool_call_unknown_outcome", record_id=call.record_id, tool=call.tool_name
+                )
 
     async def _end_stale_turns(self) -> None:
         cutoff = self._clock() - timedelta(seconds=self._settings.turn_timeout_seconds)
         for conversation_id in await self._store.stale_turns(cutoff):
-            if await self._store.move(conversation_id, "running", "idle"):
+            if await self._store.move(
+                conversation_id, ConversationStatus.RUNNING, ConversationStatus.IDLE
+            ):
                 log.warning("turn_abandoned", conversation_id=conversation_id)
                 await self._store.add_event(
-                    conversation_id, events.error("turn_interrupted", "The turn was interrupted.")
+                    conversation_id, TurnError("turn_interrupted", "The turn was interrupted.")
                 )
-                await self._store.add_event(conversation_id, events.turn_finished("failed"))
+                await self._store.add_event(conversation_id, TurnFinished(TurnStatus.FAILED))

@@ -1,8 +1,9 @@
 """Tool-call rows and their state machine. Every move is a compare-and-set in the database.
 
 proposed -> denied_by_policy | awaiting_approval | approved
-awaiting_approval -> approved | rejected | expired
-approved -> executing -> succeeded | failed | timed_out | unknown_outcome
+awaiting_approval -> approved | rejected | expired | denied_by_policy (refused at approval)
+approved -> denied_by_policy (refused just before running) | executing
+executing -> succeeded | failed | timed_out | unknown_outcome
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field, TypeAdapter
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from chat_service.store import message_row
+from chat_service.messages import Timestamp, message_row
 from db.base import utcnow
 from db.models import AuditEvent, ToolCallRecord
 from llm_service.types import ToolResultMessage
@@ -59,58 +61,48 @@ def arguments_hash(arguments: dict[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallView:
-    id: str
+    """One tool-call row. ``record_id`` is ours (the row's id: approvals, audit and the admin UI
+    name calls by it); ``call_id`` is the id the model gave the call (tool results answer it)."""
+
+    record_id: str
     conversation_id: str
     call_id: str
     round: int
-    tool_name: str
+    tool_name: Annotated[str, Field(alias="tool")]
     server: str | None
     arguments: dict[str, Any]
-    arguments_hash: str
-    definition_hash: str | None
     state: CallState
     requested_by_key_id: int
-    expires_at: datetime | None
+    expires_at: Timestamp | None
     decided_by_key_id: int | None
     decision_reason: str | None
     policy_reason: str | None
     result: str | None
     result_is_error: bool
-    created_at: datetime
-    started_at: datetime | None = None
+    created_at: Timestamp
+    definition_hash: str | None = None
+    decided_at: Timestamp | None = None
+    started_at: Timestamp | None = None
+    finished_at: Timestamp | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "conversation_id": self.conversation_id,
-            "call_id": self.call_id,
-            "round": self.round,
-            "tool": self.tool_name,
-            "server": self.server,
-            "arguments": self.arguments,
-            "state": self.state.value,
-            "requested_by_key_id": self.requested_by_key_id,
-            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
-            "decided_by_key_id": self.decided_by_key_id,
-            "decision_reason": self.decision_reason,
-            "policy_reason": self.policy_reason,
-            "result": self.result,
-            "result_is_error": self.result_is_error,
-            "created_at": self.created_at.isoformat(),
-        }
+        data: dict[str, Any] = TOOL_CALL.dump_python(self, mode="json", by_alias=True)
+        return data
+
+
+# The JSON of a tool call, in the API and in persisted `tool_call.*` events.
+TOOL_CALL: TypeAdapter[ToolCallView] = TypeAdapter(ToolCallView)
 
 
 def _view(row: ToolCallRecord) -> ToolCallView:
     return ToolCallView(
-        id=row.id,
+        record_id=row.id,
         conversation_id=row.conversation_id,
         call_id=row.call_id,
         round=row.round,
         tool_name=row.tool_name,
         server=row.server,
         arguments=row.arguments,
-        arguments_hash=row.arguments_hash,
-        definition_hash=row.definition_hash,
         state=CallState(row.state),
         requested_by_key_id=row.requested_by_key_id,
         expires_at=row.expires_at,
@@ -120,7 +112,10 @@ def _view(row: ToolCallRecord) -> ToolCallView:
         result=row.result,
         result_is_error=row.result_is_error,
         created_at=row.created_at,
+        definition_hash=row.definition_hash,
+        decided_at=row.decided_at,
         started_at=row.started_at,
+        finished_at=row.finished_at,
     )
 
 
@@ -168,7 +163,7 @@ class ToolCallStore:
 
     async def move(
         self,
-        call_id: str,
+        record_id: str,
         expected: CallState,
         new: CallState,
         *,
@@ -185,12 +180,12 @@ class ToolCallStore:
         async with self._sessions.begin() as session:
             result = await session.execute(
                 update(ToolCallRecord)
-                .where(ToolCallRecord.id == call_id, ToolCallRecord.state == expected.value)
+                .where(ToolCallRecord.id == record_id, ToolCallRecord.state == expected.value)
                 .values(state=new.value, **values)
             )
             if not getattr(result, "rowcount", 0):
                 return None
-            row = await session.get(ToolCallRecord, call_id, populate_existing=True)
+            row = await session.get(ToolCallRecord, record_id, populate_existing=True)
             assert row is not None
             if result_message is not None:
                 session.add(message_row(row.conversation_id, result_message))
@@ -199,9 +194,25 @@ class ToolCallStore:
             view = _view(row)
         return self._moved(view)
 
-    async def get(self, call_id: str) -> ToolCallView | None:
+    async def audit(
+        self, call: ToolCallView, action: str, actor_key_id: int | None, detail: dict[str, Any]
+    ) -> None:
+        """Audits something that happened to a call without moving it (e.g. a policy check)."""
+        event = AuditEvent(
+            created_at=utcnow(),
+            actor_key_id=actor_key_id,
+            action=f"tool_call.{action}",
+            conversation_id=call.conversation_id,
+            tool_call_id=call.record_id,
+            tool_name=call.tool_name,
+            detail=detail,
+        )
+        async with self._sessions.begin() as session:
+            session.add(event)
+
+    async def get(self, record_id: str) -> ToolCallView | None:
         async with self._sessions() as session:
-            row = await session.get(ToolCallRecord, call_id)
+            row = await session.get(ToolCallRecord, record_id)
         return _view(row) if row else None
 
     async def for_conversation(

@@ -7,12 +7,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from time import perf_counter
 
-from chat_service import events
 from chat_service.config import ToolLoopSettings
 from chat_service.errors import ConversationBusy
-from chat_service.events import TurnEvent, TurnStatus
+from chat_service.events import (
+    MessageCompleted,
+    MessageDelta,
+    TurnError,
+    TurnEvent,
+    TurnFinished,
+    TurnStatus,
+)
 from chat_service.executor import ToolExecutor
-from chat_service.store import ConversationInfo, ConversationStore, message_json
+from chat_service.store import ConversationInfo, ConversationStatus, ConversationStore
 from chat_service.tool_calls import SETTLED, CallState, ToolCallStore
 from governance import ToolGovernance
 from llm_service.errors import GatewayError
@@ -28,6 +34,10 @@ from llm_service.types import (
     ToolSpec,
     UserMessage,
 )
+
+_IDLE = ConversationStatus.IDLE
+_RUNNING = ConversationStatus.RUNNING
+_PAUSED = ConversationStatus.AWAITING_APPROVAL
 
 
 @dataclass
@@ -63,17 +73,17 @@ class TurnRunner:
         self, conversation_id: str, roles: Iterable[str], message: UserMessage
     ) -> AsyncIterator[TurnEvent]:
         """Begin a turn with the caller's message. One turn at a time per conversation."""
-        if not await self._store.move(conversation_id, "idle", "running", roles=roles):
+        if not await self._store.move(conversation_id, _IDLE, _RUNNING, roles=roles):
             raise ConversationBusy("A turn is already in progress in this conversation.")
         stored = await self._store.append(conversation_id, message)
-        yield await self._durable(conversation_id, events.message_completed(stored.to_json()))
+        yield await self._durable(conversation_id, MessageCompleted(stored))
         async for event in self._loop(await self._store.get(conversation_id)):
             yield event
 
     async def resume(self, conversation_id: str) -> AsyncIterator[TurnEvent]:
         """After decisions: run approved calls, and continue once the round is settled."""
         conversation = await self._store.get(conversation_id)
-        if conversation.status != "awaiting_approval":
+        if conversation.status is not _PAUSED:
             return
         async for event in self._continue_if_decided(conversation):
             yield event
@@ -90,7 +100,7 @@ class TurnRunner:
             yield await self._durable(conversation.id, event)
         if not await self._round_settled(conversation.id):
             return
-        if not await self._store.move(conversation.id, "awaiting_approval", "running"):
+        if not await self._store.move(conversation.id, _PAUSED, _RUNNING):
             return  # another replica continues the turn
         async for event in self._loop(conversation):
             yield event
@@ -106,23 +116,24 @@ class TurnRunner:
                 async for event in self._rounds(conversation):
                     yield event
         except GatewayError as exc:
-            async for event in self._fail(conversation.id, exc.code or exc.error_type, exc.message):
+            async for event in self._fail(conversation.id, TurnError.of(exc)):
                 yield event
         except TimeoutError:
             message = f"The turn took longer than {limit:g}s."
-            async for event in self._fail(conversation.id, "turn_timeout", message):
+            timeout = TurnError("turn_timeout", message, error_type="timeout", http_status=504)
+            async for event in self._fail(conversation.id, timeout):
                 yield event
 
-    async def _fail(self, cid: str, code: str, message: str) -> AsyncIterator[TurnEvent]:
-        yield await self._durable(cid, events.error(code, message))
-        async for event in self._finish(cid, "failed"):
+    async def _fail(self, cid: str, error: TurnError) -> AsyncIterator[TurnEvent]:
+        yield await self._durable(cid, error)
+        async for event in self._finish(cid, TurnStatus.FAILED):
             yield event
 
     async def _finish(self, cid: str, status: TurnStatus) -> AsyncIterator[TurnEvent]:
         # The event is stored before the turn is released: a follower that sees the
         # conversation idle must already find how its turn ended.
-        finished = await self._durable(cid, events.turn_finished(status))
-        await self._store.move(cid, "running", "idle")
+        finished = await self._durable(cid, TurnFinished(status))
+        await self._store.move(cid, _RUNNING, _IDLE)
         yield finished
 
     async def _rounds(self, conversation: ConversationInfo) -> AsyncIterator[TurnEvent]:
@@ -143,7 +154,7 @@ class TurnRunner:
         if round_number >= self._settings.max_tool_rounds:
             limit = self._settings.max_tool_rounds
             message = f"The model asked for tools more than {limit} times."
-            async for failure in self._fail(cid, "max_tool_rounds", message):
+            async for failure in self._fail(cid, TurnError("max_tool_rounds", message)):
                 yield failure
             return
         answer = AssistantMessage()
@@ -153,7 +164,7 @@ class TurnRunner:
             else:
                 yield event
         if not answer.tool_calls:
-            async for event in self._finish(cid, "completed"):
+            async for event in self._finish(cid, TurnStatus.COMPLETED):
                 yield event
             return
         budget = self._settings.max_tool_calls_per_turn - _calls_so_far(history)
@@ -169,8 +180,8 @@ class TurnRunner:
 
     async def _park(self, conversation: ConversationInfo) -> AsyncIterator[TurnEvent]:
         """Pause the turn until every held call of the round is decided."""
-        await self._store.move(conversation.id, "running", "awaiting_approval")
-        yield await self._durable(conversation.id, events.turn_finished("awaiting_approval"))
+        await self._store.move(conversation.id, _RUNNING, _PAUSED)
+        yield await self._durable(conversation.id, TurnFinished(TurnStatus.AWAITING_APPROVAL))
         # A decision that landed before the move found the turn `running` and left it to us:
         # pick it up now, or it would wait forever.
         async for event in self._continue_if_decided(conversation):
@@ -189,14 +200,12 @@ class TurnRunner:
         routed = await self._router.stream(conversation.model, request)
         async for event in _chained(routed.first, routed.rest):
             if isinstance(event, TextDelta):
-                yield events.message_delta(event.text)
+                yield MessageDelta(event.text)
             elif isinstance(event, StreamDone):
                 if self._observe is not None:
                     await self._observe(conversation, event.response, perf_counter() - started)
                 stored = await self._store.append(conversation.id, event.response.message)
-                yield await self._durable(
-                    conversation.id, events.message_completed(stored.to_json())
-                )
+                yield await self._durable(conversation.id, MessageCompleted(stored))
                 yield event.response.message
 
     async def _durable(self, conversation_id: str, event: TurnEvent) -> TurnEvent:
@@ -232,6 +241,3 @@ def _rounds_so_far(history: list[Message]) -> int:
         if isinstance(message, AssistantMessage) and message.tool_calls:
             rounds += 1
     return rounds
-
-
-__all__ = ["TurnRunner", "message_json"]

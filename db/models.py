@@ -164,6 +164,9 @@ class ConversationMessage(Base):
         ForeignKey("conversations.id", ondelete="CASCADE"), index=True
     )
     role: Mapped[str] = mapped_column(String(16))
+    # The whole canonical message (chat_service.messages); null in rows written before 0008,
+    # which hold only the narrower columns below.
+    message: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     content: Mapped[str | None] = mapped_column(Text, nullable=True)
     tool_calls: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
     tool_call_id: Mapped[str | None] = mapped_column(String(200), nullable=True)

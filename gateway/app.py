@@ -17,19 +17,17 @@ from gateway.input_guard import JsonGuardMiddleware
 from gateway.metrics import GatewayMetrics, metrics_endpoint
 from gateway.middleware import BodySizeLimitMiddleware, RequestContextMiddleware
 from gateway.openai_api import routes as openai_routes
+from gateway.providers import ADAPTER_FACTORIES
 from gateway.services import Services
 from gateway.settings import Settings
 from gateway.shutdown import Drain, DrainMiddleware
 from gateway.tracing import Tracing
-from llm_service.providers import ADAPTER_FACTORIES
-from llm_service.registry import AdapterFactory
 from mcp_client.types import ToolCatalog
 
 
 def create_app(
     settings: Settings,
     environ: Mapping[str, str],
-    factories: Mapping[str, AdapterFactory] = ADAPTER_FACTORIES,
     tools: ToolCatalog | None = None,
 ) -> FastAPI:
     """``environ`` supplies the provider keys named by each model's ``api_key_env``."""
@@ -37,7 +35,12 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services = await Services.start(
-            settings, environ, factories, tools, metrics=app.state.metrics, tracer=tracing.tracer
+            settings,
+            environ,
+            ADAPTER_FACTORIES,
+            tools,
+            metrics=app.state.metrics,
+            tracer=tracing.tracer,
         )
         app.state.services = services
         try:

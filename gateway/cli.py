@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     with_config(keys.add_parser("list", help="list keys (never their values)"))
     revoke = with_config(keys.add_parser("revoke", help="revoke a key by id"))
     revoke.add_argument("id", type=int)
+
+    conformance = commands.add_parser(
+        "mcp-conformance-client",
+        help="the MCP conformance suite's client under test (scenario: MCP_CONFORMANCE_SCENARIO)",
+    )
+    conformance.add_argument("url", help="the scenario server's URL (the suite passes it last)")
     return parser
 
 
@@ -58,6 +64,11 @@ def _settings(path: Path | None) -> Settings:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "mcp-conformance-client":  # needs no config, database or settings
+        from mcp_client.conformance import run
+
+        scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+        return run(args.url, scenario, os.environ.get("MCP_CONFORMANCE_CONTEXT"))
     try:
         settings = _settings(args.config)
     except ConfigError as exc:
@@ -79,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _migrate(settings: Settings, args: argparse.Namespace) -> int:
     # Alembic is imported here only: a serving replica never needs it (db/schema.py).
-    from db.migrate import downgrade, upgrade
+    from migrations.commands import downgrade, upgrade
 
     if args.command == "migrate":
         upgrade(settings.database_url, args.revision)

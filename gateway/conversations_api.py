@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from chat_service.errors import ConversationNotFound
-from chat_service.events import TurnEvent
+from chat_service.events import TurnEvent, summarize
 from chat_service.store import ConversationInfo
 from gateway import sse
 from gateway.auth import CurrentPrincipal, ServicesDep, authorize_model
-from gateway.event_stream import EventStreamResponse
 from gateway.keys import Principal
 from gateway.responses import json_response
 from gateway.services import Services
+from gateway.sse import EventStreamResponse
 from llm_service.types import UserMessage
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
@@ -80,37 +79,13 @@ async def send_message(
     watched = services.background.relay(_prepend(first, turn))
     if body.stream:
         return EventStreamResponse(sse.encode_all(watched))
-    return json_response(await _summarize(conversation_id, watched))
+    return json_response((await summarize(watched)).to_json(conversation_id))
 
 
 async def _prepend(first: TurnEvent, rest: AsyncIterator[TurnEvent]) -> AsyncIterator[TurnEvent]:
     yield first
     async for event in rest:
         yield event
-
-
-async def _summarize(conversation_id: str, events: AsyncIterator[TurnEvent]) -> dict[str, Any]:
-    messages: list[dict[str, Any]] = []
-    calls: dict[str, dict[str, Any]] = {}
-    status = "failed"
-    error: dict[str, Any] | None = None
-    async for event in events:
-        if event.type == "message.completed":
-            messages.append(event.data["message"])
-        elif event.type.startswith("tool_call."):
-            call = event.data["tool_call"]
-            calls[call["id"]] = call
-        elif event.type == "error":
-            error = event.data
-        elif event.type == "turn.finished":
-            status = event.data["status"]
-    return {
-        "conversation_id": conversation_id,
-        "status": status,
-        "messages": messages,
-        "tool_calls": list(calls.values()),
-        "error": error,
-    }
 
 
 @router.get("/{conversation_id}")
@@ -147,17 +122,7 @@ async def follow_events(
 async def _follow(services: Services, conversation_id: str, after: int) -> AsyncIterator[bytes]:
     settings = services.settings.tool_loop
     deadline = settings.approval_expiry_seconds + settings.turn_timeout_seconds
-    cursor = after
+    events = services.conversations.follow(conversation_id, after, settings.follow_poll_seconds)
     async with asyncio.timeout(deadline):
-        while True:
-            for event_id, event in await services.conversations.events(conversation_id, cursor):
-                cursor = event_id
-                yield sse.encode(event, event_id)
-                if event.type == "turn.finished" and event.data["status"] != "awaiting_approval":
-                    return
-            conversation = await services.conversations.get(conversation_id)
-            if conversation.status == "idle" and not await services.conversations.events(
-                conversation_id, cursor
-            ):
-                return
-            await asyncio.sleep(settings.follow_poll_seconds)
+        async for event_id, event in events:
+            yield sse.encode(event, event_id)

@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 import structlog
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -22,6 +21,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
 from gateway.context import request_context
+from gateway.responses import json_response
 from llm_service.errors import GatewayError
 
 log = structlog.get_logger("gateway.errors")
@@ -44,12 +44,6 @@ def error_body(
     message: str, error_type: str, code: str | None = None, param: str | None = None
 ) -> dict[str, Any]:
     return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
-
-
-def error_response(
-    status: int, body: dict[str, Any], headers: dict[str, str] | None = None
-) -> Response:
-    return Response(orjson.dumps(body), status, headers, media_type="application/json")
 
 
 def gateway_error_body(exc: GatewayError) -> dict[str, Any]:
@@ -107,7 +101,7 @@ def shaped_error_body(scope: Scope, error: ErrorInfo) -> dict[str, Any]:
 def _shaped_response(
     request: Request, error: ErrorInfo, headers: dict[str, str] | None = None
 ) -> Response:
-    return error_response(error.status, shaped_error_body(request.scope, error), headers)
+    return json_response(shaped_error_body(request.scope, error), error.status, headers)
 
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:

@@ -126,7 +126,7 @@ class JsonGuardMiddleware:
 def guards_body(scope: Scope) -> bool:
     """Whether this request's body is checked here: writes sent as JSON or without a type.
 
-    A route that parses a body itself must parse no other (``gateway.json_body``).
+    A route that parses a body itself must parse no other (``gateway.chat_route.json_body``).
     """
     if scope["method"] not in _GUARDED_METHODS:
         return False

@@ -17,6 +17,7 @@ from db.base import utcnow
 from db.models import ApiKey, AuditEvent, Team
 from gateway.key_usage import LastUsed
 from gateway.limits.config import KeyLimits, TeamBudget
+from governance import KeyState
 
 KEY_PREFIX = "gw-"
 # What an admin may change on a key after creating it (roles and the secret stay as made).
@@ -208,6 +209,18 @@ class KeyStore:
             info = _info(row)
         self.forget()
         return info
+
+    async def key_state(self, key_id: int) -> KeyState | None:
+        """Implements ``governance.KeyDirectory``: read from the database every time, never the
+        cache, so a key revoked on any replica stops its calls at the next decision. An expired
+        key is inactive too: it could not make the call now, so its calls stop the same way."""
+        async with self._sessions() as session:
+            row = await session.get(ApiKey, key_id)
+        if row is None:
+            return None
+        expired = row.expires_at is not None and row.expires_at <= utcnow()
+        active = row.revoked_at is None and not expired
+        return KeyState(row.id, active, frozenset(row.roles), row.owner)
 
     async def owners(self, key_ids: Iterable[int]) -> dict[int, str]:
         """Key id -> owner, revoked keys included (an audit or a decision may name them)."""

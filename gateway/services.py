@@ -10,12 +10,12 @@ from fastapi import Request
 from opentelemetry.trace import Tracer
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from chat_service.approvals import Approvals
+from chat_service.approvals import Approvals, DecisionObserver
 from chat_service.background import BackgroundTurns
 from chat_service.executor import ToolExecutor
 from chat_service.store import ConversationInfo, ConversationStore
 from chat_service.sweeper import Sweeper
-from chat_service.tool_calls import ToolCallStore
+from chat_service.tool_calls import ToolCallStore, ToolCallView
 from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
 from gateway.keys import KeyStore, Principal
@@ -97,6 +97,7 @@ class Services:
             pinning=settings.tool_pinning,
             policies=settings.tool_policies,
             tools=tools,
+            keys=keys,
         )
         # Tool servers that fail are degraded and retried in the background; start never fails.
         await governance.start()
@@ -105,7 +106,6 @@ class Services:
         tool_calls = ToolCallStore(
             sessions, on_move=lambda call: metrics.observe_tool_call(call.tool_name, call.state)
         )
-        approvals = Approvals(tool_calls, governance, loop_settings)
         turns = TurnRunner(
             store=conversations,
             calls=tool_calls,
@@ -115,11 +115,17 @@ class Services:
             settings=loop_settings,
             observe=_usage_observer(usage, registry, limits, keys),
         )
+        background = BackgroundTurns(turns)
+        approvals = Approvals(
+            tool_calls,
+            governance,
+            loop_settings,
+            on_decision=_decision_observer(metrics, background),
+        )
         sweeper = Sweeper(
             store=conversations, calls=tool_calls, approvals=approvals, settings=loop_settings
         )
-        background = BackgroundTurns(turns, sweeper, loop_settings.sweep_interval_seconds)
-        background.start_sweeping()
+        background.start_sweeping(sweeper, loop_settings.sweep_interval_seconds)
         retention = RetentionJob(
             sessions,
             usage_days=settings.usage_retention_days,
@@ -162,6 +168,19 @@ class Services:
         await self.registry.aclose()
         await self.limits.aclose()
         await self.engine.dispose()
+
+
+def _decision_observer(metrics: GatewayMetrics, background: BackgroundTurns) -> DecisionObserver:
+    """Every approval decision, from the API or the admin UI: counted, then the turn resumes
+    (on whichever replica took the decision)."""
+
+    def decided(call: ToolCallView) -> None:
+        if call.decided_at is not None:
+            waited = (call.decided_at - call.created_at).total_seconds()
+            metrics.observe_approval_decision(call.state.value, waited)
+        background.resume(call.conversation_id)
+
+    return decided
 
 
 def _usage_observer(

@@ -6,12 +6,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from chat_service.config import ToolLoopSettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
-from gateway.admin.ui.config import AdminUISettings
 from gateway.limits.config import KeyLimitsConfig
 from gateway.retention import RetentionJobSettings
 from gateway.tracing import TracingSettings
@@ -22,6 +21,25 @@ from mcp_client.config import CatalogSettings, MCPServerConfig
 
 class ConfigError(Exception):
     """The configuration is invalid; the message names each bad key."""
+
+
+class AdminUISettings(BaseModel):
+    """The admin web UI (the ``admin_ui`` section)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_seconds: float = Field(
+        8 * 3600, gt=0, description="an admin web session ends this long after sign-in"
+    )
+    queue_poll_seconds: float = Field(
+        1.0, gt=0, description="how often the live approval queue polls the database"
+    )
+    sign_in_attempts_per_client: int = Field(
+        10, ge=1, description="sign-in attempts one client address may make per minute"
+    )
+    sign_in_attempts_total: int = Field(
+        100, ge=1, description="sign-in attempts all clients together may make per minute"
+    )
 
 
 class Settings(BaseSettings):

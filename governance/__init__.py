@@ -3,20 +3,24 @@
 ``ToolGovernance`` is the package's one door; the rest are its parts and the types it answers in.
 """
 
+from governance.keys import KeyDirectory, KeyState
 from governance.pinning import PinningSettings
 from governance.pins import PinStatus, PinView
 from governance.policies import ToolPolicy, ToolPolicySettings
 from governance.runtime_servers import ServerConflict, ServerNotFound
 from governance.tool_governance import ToolGovernance
-from governance.verdict import Denial, Verdict
+from governance.verdict import Denial, Stage, Verdict
 
 __all__ = [
     "Denial",
+    "KeyDirectory",
+    "KeyState",
     "PinStatus",
     "PinView",
     "PinningSettings",
     "ServerConflict",
     "ServerNotFound",
+    "Stage",
     "ToolGovernance",
     "ToolPolicy",
     "ToolPolicySettings",

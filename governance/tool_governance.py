@@ -8,10 +8,12 @@ Callers ask their question here and need not know how the answer is made.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from governance.keys import KeyDirectory, KeyState
 from governance.pinning import Pinning, PinningSettings
 from governance.pins import PinStatus, PinView, ToolPins
 from governance.policies import AppliedPolicies, ToolPolicies, ToolPolicy, ToolPolicySettings
@@ -19,13 +21,20 @@ from governance.refresher import Refresher
 from governance.runtime_servers import RuntimeServers
 from governance.server_rules import RuntimeServerRules
 from governance.server_sync import RuntimeServerSync
-from governance.verdict import Verdict, judge
+from governance.verdict import Facts, Verdict, judge
 from llm_service.types import ToolCall
 from mcp_client.catalog import MCPToolCatalog
 from mcp_client.config import CatalogSettings, MCPServerConfig
 from mcp_client.index import offered_to
 from mcp_client.results import error_result
 from mcp_client.types import ServerHealth, StandardizedTool, ToolCatalog, ToolResult
+from mcp_client.validation import ArgumentCheck
+
+
+def destructive(tool: StandardizedTool) -> bool:
+    """The server hints that the tool may destroy something (and does not claim read-only)."""
+    hints = tool.annotations
+    return hints.get("destructiveHint") is True and hints.get("readOnlyHint") is not True
 
 
 class ToolGovernance:
@@ -41,8 +50,16 @@ class ToolGovernance:
         policies: AppliedPolicies,
         policy_settings: ToolPolicySettings,
         pinning: Pinning,
+        config_servers: Sequence[MCPServerConfig] = (),
+        keys: KeyDirectory | None = None,
     ) -> None:
         self._catalog = catalog
+        self._config_servers = {server.name: server for server in config_servers}
+        self._keys = keys
+        self._checks: dict[str, ArgumentCheck] = {}  # by definition hash: compiled once
+        # Tool name -> the server it last came from: a degraded server's tools leave the
+        # catalog, and a call to one is "temporarily unavailable", not "unknown".
+        self._last_server: dict[str, str] = {}
         self._bundles = catalog_settings.bundles
         self._servers = servers
         self._sync = sync
@@ -72,9 +89,11 @@ class ToolGovernance:
         pinning: PinningSettings,
         policies: ToolPolicySettings,
         tools: ToolCatalog | None = None,
+        keys: KeyDirectory | None = None,
     ) -> ToolGovernance:
         """The MCP catalog of ``config_servers`` and the stored runtime servers, unless an
-        embedding program gave its own ``tools`` (which take no runtime servers).
+        embedding program gave its own ``tools`` (which take no runtime servers). ``keys``
+        answers for the requester's key at every decision (None: the roles given are used).
 
         ``environ`` supplies the values named by each config server's ``headers_env``.
         """
@@ -94,6 +113,8 @@ class ToolGovernance:
             policies=AppliedPolicies(ToolPolicies(sessions)),
             policy_settings=policies,
             pinning=Pinning(ToolPins(sessions), pinning, servers.trusted),
+            config_servers=config_servers,
+            keys=keys,
         )
 
     # -- lifecycle
@@ -133,11 +154,32 @@ class ToolGovernance:
         """The tool of this catalog name with its effective policy, whatever the roles, held for
         review or not; None when there is none."""
         tool = self._catalog.get(name)
-        return None if tool is None else self._policies.apply(tool)
+        return None if tool is None else self._effective(tool)
 
     def all_tools(self) -> list[StandardizedTool]:
         """Every tool with its effective policy, whatever the roles (for administrators)."""
-        return [self._policies.apply(tool) for tool in self._catalog.all_tools()]
+        return [self._effective(tool) for tool in self._catalog.all_tools()]
+
+    def _effective(self, tool: StandardizedTool) -> StandardizedTool:
+        self._last_server[tool.name] = tool.server
+        applied = self._policies.apply(tool)
+        if applied.requires_approval or not destructive(tool) or self._waived(tool):
+            return applied
+        return replace(applied, requires_approval=True)
+
+    def _waived(self, tool: StandardizedTool) -> bool:
+        """True when an operator or admin said explicitly that this tool needs no approval: MCP
+        annotations are the server's untrusted hints and may only make things stricter."""
+        stored = self._policies.stored(tool.name)
+        if stored is not None and stored.requires_approval is not None:
+            return True
+        config = self._config_servers.get(tool.server)
+        if config is None:
+            return False
+        override = config.tools.get(tool.original_name)
+        if override is not None and override.requires_approval is not None:
+            return True
+        return "requires_approval" in config.model_fields_set
 
     def held_for_review(self, tool: StandardizedTool) -> bool:
         """True while this definition of the tool awaits an admin's approval."""
@@ -146,10 +188,58 @@ class ToolGovernance:
     # -- running calls
 
     def may_run(self, call: ToolCall, roles: Iterable[str]) -> Verdict:
-        """May a principal with these roles run this call now, and if not why."""
-        tool = self.tool(call.name)
-        held = tool is not None and self._pinning.held(tool)
-        return judge(tool, held, call, roles)
+        """May a principal with these roles run this call now, and if not why (no key check)."""
+        return judge(call, self._facts(call.name, None, None, None), roles)
+
+    async def decide(
+        self,
+        call: ToolCall,
+        key_id: int,
+        roles: Iterable[str] | None,
+        *,
+        proposed_hash: str | None = None,
+        server: str | None = None,
+    ) -> Verdict:
+        """The one decision, taken at every ``Stage``: may the holder of ``key_id`` run this
+        call with these arguments now, and if not why. Tool known, enabled, not held for review,
+        its server up; the key not revoked and its current roles allowed (``roles`` stand in
+        when no key directory was given; None: not checked again); the definition still
+        ``proposed_hash``; the arguments valid (undeclared properties and ``format`` included).
+        ``server``: where the call's tool was when it was proposed."""
+        key = await self.key_state(key_id)
+        return judge(call, self._facts(call.name, server, key, proposed_hash), roles)
+
+    async def key_state(self, key_id: int) -> KeyState | None:
+        """The key's state now; None without a key directory. An unknown key is inactive."""
+        if self._keys is None:
+            return None
+        state = await self._keys.key_state(key_id)
+        return state or KeyState(key_id, active=False, roles=frozenset(), owner="")
+
+    def _facts(
+        self, name: str, server: str | None, key: KeyState | None, proposed_hash: str | None
+    ) -> Facts:
+        tool = self.tool(name)
+        origin = tool.server if tool is not None else server or self._last_server.get(name)
+        check = None if tool is None else self._check(tool)
+        return Facts(
+            tool=tool,
+            held=tool is not None and self._pinning.held(tool),
+            server_down=origin is not None and self._degraded(origin),
+            key=key,
+            proposed_hash=proposed_hash,
+            check=check,
+        )
+
+    def _degraded(self, server: str) -> bool:
+        health = self._catalog.status().get(server)
+        return health is not None and health.as_dict().get("state") == "degraded"
+
+    def _check(self, tool: StandardizedTool) -> ArgumentCheck:
+        check = self._checks.get(tool.definition_hash)
+        if check is None:
+            check = self._checks[tool.definition_hash] = ArgumentCheck(tool.parameters)
+        return check
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], timeout: float | None = None

@@ -1,6 +1,7 @@
 """Whether a principal may run a tool call now, and if not why: the policy decision.
 
-The decision is made again at execution time, whatever the model was offered.
+The decision is made when a call is proposed, when a human approves it and immediately before it
+runs (``Stage``), whatever the model was offered and whatever changed in between.
 """
 
 from __future__ import annotations
@@ -9,20 +10,30 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from jsonschema import SchemaError
-from jsonschema.validators import validator_for
-
+from governance.keys import KeyState
 from llm_service.types import ToolCall
 from mcp_client.types import StandardizedTool
+from mcp_client.validation import ArgumentCheck
+
+
+class Stage(StrEnum):
+    """When the decision is taken."""
+
+    PROPOSE = "propose"
+    APPROVE = "approve"
+    EXECUTE = "execute"
 
 
 class Denial(StrEnum):
     """Why a call may not run, as a type (the reason text is for the model and the audit)."""
 
     UNKNOWN_TOOL = "unknown_tool"
+    SERVER_UNAVAILABLE = "server_unavailable"
     HELD_FOR_REVIEW = "held_for_review"
     DISABLED = "disabled"
+    KEY_REVOKED = "key_revoked"
     ROLE_NOT_ALLOWED = "role_not_allowed"
+    DEFINITION_CHANGED = "definition_changed"
     ARGUMENTS_NOT_AN_OBJECT = "arguments_not_an_object"
     INVALID_SCHEMA = "invalid_schema"
     INVALID_ARGUMENTS = "invalid_arguments"
@@ -51,36 +62,78 @@ class Verdict:
             return False
         return tool.requires_approval and not tool.auto_approved
 
+    def as_audit(self, stage: Stage) -> dict[str, object]:
+        return {
+            "stage": stage.value,
+            "allowed": self.allowed,
+            "denial": None if self.denial is None else self.denial.value,
+            "reason": self.reason,
+        }
 
-def judge(
-    tool: StandardizedTool | None, held: bool, call: ToolCall, roles: Iterable[str]
-) -> Verdict:
-    """``tool``: the effective tool named by the call (None: no such tool); ``held``: its
-    definition awaits review."""
-    if tool is None or held:
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the decision looks at besides the call, gathered by ``ToolGovernance``.
+
+    ``tool``: the effective tool named by the call (None: no such tool now); ``held``: its
+    definition awaits review; ``server_down``: the tool's server (or, for a tool the catalog
+    dropped, the server it had) is degraded; ``key``: the requester's key now (None: the key is
+    unknown); ``proposed_hash``: the definition the call was proposed against (None at proposal);
+    ``check``: the compiled argument check of this definition.
+    """
+
+    tool: StandardizedTool | None
+    held: bool
+    server_down: bool
+    key: KeyState | None
+    proposed_hash: str | None
+    check: ArgumentCheck | None
+
+
+def judge(call: ToolCall, facts: Facts, roles: Iterable[str] | None) -> Verdict:
+    """``roles``: the caller's roles when no key directory speaks for the key (None: the roles
+    were checked when the call was proposed, and nothing newer is known)."""
+    tool = facts.tool
+    denied = _tool_verdict(call, facts)
+    if denied is not None or tool is None:
+        return denied or Verdict(None, Denial.UNKNOWN_TOOL)
+    if facts.key is not None and not facts.key.active:
+        reason = "The requesting API key has been revoked or has expired."
+        return Verdict(tool, Denial.KEY_REVOKED, reason)
+    allowed_roles = facts.key.roles if facts.key is not None else roles
+    if allowed_roles is not None and tool.roles.isdisjoint(allowed_roles):
+        reason = f"Tool `{call.name}` is not allowed for this caller's roles."
+        return Verdict(tool, Denial.ROLE_NOT_ALLOWED, reason)
+    if facts.proposed_hash is not None and facts.proposed_hash != tool.definition_hash:
+        reason = f"Tool `{call.name}` changed since the call was proposed."
+        return Verdict(tool, Denial.DEFINITION_CHANGED, reason)
+    return _arguments_verdict(tool, call, facts.check or ArgumentCheck(tool.parameters))
+
+
+def _tool_verdict(call: ToolCall, facts: Facts) -> Verdict | None:
+    """The tool's side: None when it exists, is enabled, not held and its server is up."""
+    tool = facts.tool
+    if facts.server_down:
+        reason = f"Tool `{call.name}` is temporarily unavailable."
+        return Verdict(tool, Denial.SERVER_UNAVAILABLE, reason)
+    if tool is None or facts.held:
         # A held tool is denied like an unknown one: the model learns nothing of it.
         denial = Denial.UNKNOWN_TOOL if tool is None else Denial.HELD_FOR_REVIEW
         return Verdict(tool, denial, f"Tool `{call.name}` does not exist.")
     if not tool.enabled:
         reason = f"Tool `{call.name}` is disabled by an administrator."
         return Verdict(tool, Denial.DISABLED, reason)
-    if tool.roles.isdisjoint(roles):
-        reason = f"Tool `{call.name}` is not allowed for this caller's roles."
-        return Verdict(tool, Denial.ROLE_NOT_ALLOWED, reason)
-    return _arguments_verdict(tool, call)
+    return None
 
 
-def _arguments_verdict(tool: StandardizedTool, call: ToolCall) -> Verdict:
+def _arguments_verdict(tool: StandardizedTool, call: ToolCall, check: ArgumentCheck) -> Verdict:
     if call.raw_arguments is not None:
         reason = f"Arguments for `{call.name}` are not a JSON object."
         return Verdict(tool, Denial.ARGUMENTS_NOT_AN_OBJECT, reason)
-    try:
-        validator = validator_for(tool.parameters)(tool.parameters)
-        error = next(iter(validator.iter_errors(call.arguments)), None)
-    except SchemaError:
+    if check.schema_problem:
         return Verdict(tool, Denial.INVALID_SCHEMA, f"Tool `{call.name}` has an invalid schema.")
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "arguments"
-        reason = f"Invalid arguments for `{call.name}` at {where}: {error.message}"
+    problems = check.problems(call.arguments)
+    if problems:
+        reason = f"Invalid arguments for `{call.name}`: " + "; ".join(problems)
         return Verdict(tool, Denial.INVALID_ARGUMENTS, reason)
     return Verdict(tool)

@@ -12,6 +12,8 @@ class GatewayError(Exception):
     status_code: int = 500
     error_type: str = "api_error"
     code: str | None = None
+    # Seconds the caller should wait before trying again (sent as ``Retry-After``), when known.
+    retry_after: float | None = None
 
     def __init__(self, message: str, *, param: str | None = None) -> None:
         super().__init__(message)
@@ -28,6 +30,13 @@ class ModelNotFound(GatewayError):
     status_code = 404
     error_type = "invalid_request_error"
     code = "model_not_found"
+
+
+class InternalError(GatewayError):
+    """The gateway's own code failed while calling a model (an adapter's included): a bug to
+    fix, reported as a 500 and never counted against the deployment's health."""
+
+    code = "internal_error"
 
 
 class ModelUnavailable(GatewayError):

@@ -6,11 +6,12 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from llm_service.adapter import ChatAdapter
 from llm_service.config import ModelConfig
-from llm_service.errors import ModelNotFound, ModelUnavailable
+from llm_service.errors import ModelNotFound
+from llm_service.types import ChatAdapter
 
 # Builds an adapter from its config and the resolved API key (None when the model has none).
+# The app's wiring supplies them (gateway/providers.py): this package never imports an adapter.
 AdapterFactory = Callable[[ModelConfig, str | None], ChatAdapter]
 
 
@@ -74,13 +75,6 @@ class ModelRegistry:
         except KeyError:
             raise ModelNotFound(f"The model `{name}` does not exist.", param="model") from None
 
-    def adapter(self, name: str) -> ChatAdapter:
-        deployment = self.get(name)
-        if deployment.adapter is None or deployment.unavailable_reason is not None:
-            reason = deployment.unavailable_reason or "no adapter"
-            raise ModelUnavailable(f"The model `{name}` is unavailable: {reason}")
-        return deployment.adapter
-
     def visible_to(self, roles: Iterable[str]) -> list[ModelConfig]:
         role_set = frozenset(roles)
         return [d.config for d in self._deployments.values() if role_allows(d.config, role_set)]
@@ -139,9 +133,4 @@ def _deploy(
         api_key = environ.get(config.api_key_env) or None
         if api_key is None:
             return Deployment(config, None, f"environment variable {config.api_key_env} is not set")
-    adapter = factory(config, api_key)
-    if config.tool_format != "native":  # a raw-text model: tool calling through its prompt
-        from adapters.text.adapter import with_text_tools
-
-        adapter = with_text_tools(config, adapter)
-    return Deployment(config, adapter)
+    return Deployment(config, factory(config, api_key))

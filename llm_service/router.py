@@ -31,7 +31,7 @@ from llm_service.errors import (
 from llm_service.registry import ModelRegistry
 from llm_service.retry import Timing, backoff_seconds, is_retryable
 from llm_service.spans import span
-from llm_service.stream_guard import guarded_stream
+from llm_service.stream_guard import guarded_stream, internal_error
 from llm_service.types import ChatRequest, ChatResponse, StreamDone, StreamEvent
 
 log = structlog.get_logger("llm_service.router")
@@ -233,8 +233,8 @@ def _as_gateway_error(exc: Exception, upstream: Upstream) -> GatewayError:
     provider = upstream.deployment.config.provider
     if isinstance(exc, GatewayError):
         return exc
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, TimeoutError):  # the router's own deadline
         return UpstreamTimeout(f"{provider} did not answer in time", provider=provider)
     if isinstance(exc, StopAsyncIteration):
         return UpstreamProtocolError(f"{provider} sent an empty stream", provider=provider)
-    return UpstreamProtocolError(f"{provider} failed unexpectedly: {exc!r}", provider=provider)
+    return internal_error(exc, upstream)

@@ -6,9 +6,13 @@ import asyncio
 from collections.abc import AsyncGenerator, Callable
 from typing import cast
 
+import structlog
+
 from llm_service.balancer import Upstream
-from llm_service.errors import GatewayError, UpstreamProtocolError, UpstreamTimeout
+from llm_service.errors import GatewayError, InternalError, UpstreamProtocolError, UpstreamTimeout
 from llm_service.types import StreamDone, StreamEvent
+
+log = structlog.get_logger("llm_service.router")
 
 Recorder = Callable[[Upstream, GatewayError | None], None]
 
@@ -62,10 +66,8 @@ async def _guarded(
             except GatewayError as exc:
                 outcome = exc
                 raise
-            except Exception as exc:  # an adapter broke its contract: still end with an error
-                outcome = UpstreamProtocolError(
-                    f"{provider} stream failed: {type(exc).__name__}", provider=provider
-                )
+            except Exception as exc:  # still end with an error, which the stream reports
+                outcome = internal_error(exc, upstream)
                 raise outcome from exc
             yield event
             if isinstance(event, StreamDone):
@@ -78,3 +80,18 @@ async def _guarded(
         else:
             upstream.breaker.release()  # the caller went away: no verdict on the deployment
         await events.aclose()
+
+
+def internal_error(exc: Exception, upstream: Upstream) -> InternalError:
+    """An exception an adapter did not map is ours, not the provider's (adapters map every
+    failure of their SDK and wire): logged with its traceback, and no verdict on the deployment.
+    """
+    log.error(
+        "internal_error",
+        alias=upstream.alias,
+        deployment=upstream.deployment.id,
+        exc_info=exc,
+    )
+    return InternalError(
+        f"Internal error while calling the model `{upstream.alias}` ({type(exc).__name__})."
+    )

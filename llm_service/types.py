@@ -1,24 +1,32 @@
-"""Canonical chat types: the one vocabulary every adapter translates to and from.
+"""Canonical chat types: the one vocabulary every adapter translates to and from, and the small
+surface every adapter implements (``ChatAdapter``).
 
-Adapters import this module and nothing above it. Everything is an immutable dataclass so a
-conversation can be handed to any provider, replayed, or persisted without defensive copies.
+Everything is an immutable dataclass so a conversation can be handed to any provider, replayed,
+or persisted without defensive copies.
+
+Each member of a union (messages, content parts) carries a constant field that names its kind
+(``role``, ``type``), defaulted so code constructs them as before: serialized, a message says
+what it is, and one pydantic ``TypeAdapter`` reads it back losslessly (chat_service.messages).
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 
 @dataclass(frozen=True, slots=True)
 class TextPart:
     text: str
+    type: Literal["text"] = "text"
 
 
 @dataclass(frozen=True, slots=True)
 class ImagePart:
     url: str  # http(s) URL or a data: URL
     detail: str | None = None
+    type: Literal["image"] = "image"
 
 
 ContentPart = TextPart | ImagePart
@@ -27,11 +35,13 @@ ContentPart = TextPart | ImagePart
 @dataclass(frozen=True, slots=True)
 class SystemMessage:
     content: str
+    role: Literal["system"] = "system"
 
 
 @dataclass(frozen=True, slots=True)
 class UserMessage:
     content: str | tuple[ContentPart, ...]
+    role: Literal["user"] = "user"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +68,7 @@ class AssistantMessage:
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     thinking: tuple[Thinking, ...] = ()
+    role: Literal["assistant"] = "assistant"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +77,7 @@ class ToolResultMessage:
     content: str
     name: str | None = None
     is_error: bool = False
+    role: Literal["tool"] = "tool"
 
 
 Message = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
@@ -169,3 +181,25 @@ class StreamDone:
 
 
 StreamEvent = TextDelta | ThinkingDelta | ToolCallDelta | StreamDone
+
+
+class ChatAdapter(Protocol):
+    """One configured deployment of one provider API.
+
+    ``stream`` yields deltas and ends with exactly one ``StreamDone``. The provider's failures
+    (its SDK's or wire's error types) are mapped at this boundary to ``llm_service.errors``
+    subclasses of ``UpstreamError``; any other exception is a bug of ours, which the router
+    reports as ``InternalError`` and never counts against the deployment.
+    """
+
+    provider: str
+
+    async def complete(self, request: ChatRequest) -> ChatResponse: ...
+
+    def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]: ...
+
+    async def probe(self) -> str | None:
+        """Return why the deployment cannot serve (server unreachable, ...), or None if it can."""
+        ...
+
+    async def aclose(self) -> None: ...

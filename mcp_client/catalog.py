@@ -7,11 +7,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
+from mcp.client.auth import TokenStorage
 
-from mcp_client.backend import BackendFactory
+from mcp_client.backend import BackendFactory, ToolCall
 from mcp_client.config import CatalogSettings, MCPServerConfig
+from mcp_client.hooks import NO_HOOKS, CallHooks
 from mcp_client.index import ServedTools, build_index, offered_to
 from mcp_client.local_tools import LocalTool, LocalToolBackend
+from mcp_client.oauth import Consent
 from mcp_client.results import error_result, truncate
 from mcp_client.supervisor import ServerPolicy, ServerStatus, ServerSupervisor
 from mcp_client.transports import backend_factory
@@ -28,6 +31,7 @@ def policy_of(config: MCPServerConfig) -> ServerPolicy:
         requires_approval=config.requires_approval,
         max_concurrency=config.max_concurrency,
         call_timeout=config.call_timeout,
+        ping_interval=config.ping_interval,
     )
 
 
@@ -48,13 +52,22 @@ class MCPToolCatalog(ToolCatalog):
         servers: Sequence[MCPServerConfig],
         settings: CatalogSettings,
         environ: Mapping[str, str],
+        *,
+        tokens: Callable[[str], TokenStorage] | None = None,
+        consent: Consent | None = None,
     ) -> MCPToolCatalog:
-        """``environ`` supplies the values named by each server's ``headers_env``."""
+        """``environ`` supplies the values each server's config names (``headers_env``, OAuth
+        secrets). ``tokens(server)`` keeps a server's OAuth tokens (default: in memory) and
+        ``consent`` approves authorization-code requests (default: none; docs/mcp.md)."""
         catalog = cls(settings)
         for server in servers:
-            catalog.add_server(
-                server.name, server.transport, policy_of(server), backend_factory(server, environ)
+            factory = backend_factory(
+                server,
+                environ,
+                tokens=tokens(server.name) if tokens else None,
+                consent=consent,
             )
+            catalog.add_server(server.name, server.transport, policy_of(server), factory)
         return catalog
 
     def add_server(
@@ -127,8 +140,15 @@ class MCPToolCatalog(ToolCatalog):
         return [tool for tool, _ in self._index.values()]
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], timeout: float | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout: float | None = None,
+        *,
+        hooks: CallHooks = NO_HOOKS,
     ) -> ToolResult:
+        """Validate and run one call; ``hooks`` hear its progress and the server's requests for
+        input (declined without an ``on_input``)."""
         entry = self._index.get(name)
         if entry is None:
             return error_result(f"unknown tool `{name}`")
@@ -136,9 +156,19 @@ class MCPToolCatalog(ToolCatalog):
         problems = self._check(tool).problems(arguments)
         if problems:
             return error_result(f"invalid arguments for `{name}`: " + "; ".join(problems))
-        limit = timeout or server.policy.call_timeout or self.settings.call_timeout
+        # The caller's limit and the operator's (the server's, else the catalog's): the tighter.
+        configured = server.policy.call_timeout or self.settings.call_timeout
+        limit = min(timeout, configured) if timeout else configured
+        call = ToolCall(
+            name=tool.original_name,
+            arguments=arguments,
+            deadline=asyncio.get_running_loop().time() + limit,
+            limit=limit,
+            execution=tool.execution,
+            hooks=hooks,
+        )
         try:
-            result = await server.call(tool.original_name, arguments, limit)
+            result = await server.call(call)
         except Exception as exc:  # a failing tool must never end the chat that called it
             log.exception("tool_call_failed", tool=name, server=tool.server)
             result = error_result(f"the tool failed: {type(exc).__name__}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -22,6 +22,59 @@ class ToolOverride(BaseModel):
     requires_approval: bool | None = None
     auto_approved: bool | None = None
     enabled: bool = True
+
+
+class ClientCredentialsAuth(BaseModel):
+    """OAuth client credentials (machine to machine): the gateway gets its own token."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["client_credentials"]
+    client_id: str
+    issuer: str | None = Field(
+        None,
+        description="the authorization server's issuer URL: the credentials are sent nowhere "
+        "else (set it; without it they go to whichever server discovery names)",
+    )
+    client_auth: Literal["client_secret_basic", "client_secret_post", "private_key_jwt"] = (
+        "client_secret_basic"
+    )
+    client_secret_env: str | None = Field(
+        None, description="environment variable holding the client secret (client_secret_*)"
+    )
+    private_key_env: str | None = Field(
+        None, description="environment variable holding the PEM private key (private_key_jwt)"
+    )
+    signing_algorithm: str = "RS256"
+    scopes: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _secret_for_the_method(self) -> ClientCredentialsAuth:
+        if self.client_auth == "private_key_jwt" and not self.private_key_env:
+            raise ValueError("private_key_jwt needs `private_key_env`")
+        if self.client_auth != "private_key_jwt" and not self.client_secret_env:
+            raise ValueError(f"{self.client_auth} needs `client_secret_env`")
+        return self
+
+
+class AuthorizationCodeAuth(BaseModel):
+    """OAuth authorization code with PKCE: a person consents once; the gateway keeps and refreshes
+    the tokens. The client is registered dynamically, or by a client ID metadata document, unless
+    ``client_id`` names a pre-registered one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["authorization_code"]
+    redirect_uri: str = Field(description="where the authorization server sends the consent back")
+    scopes: list[str] = Field(default_factory=list)
+    client_id: str | None = None
+    client_secret_env: str | None = None
+    client_metadata_url: str | None = Field(
+        None, description="an https URL serving this client's metadata document (used as its ID)"
+    )
+
+
+ServerAuth = Annotated[ClientCredentialsAuth | AuthorizationCodeAuth, Field(discriminator="type")]
 
 
 class MCPServerConfig(BaseModel):
@@ -46,6 +99,10 @@ class MCPServerConfig(BaseModel):
     )
     max_concurrency: int = Field(4, gt=0)
     call_timeout: float | None = Field(None, gt=0, description="default per-call timeout, seconds")
+    ping_interval: float | None = Field(
+        None, gt=0, description="seconds between pings; default tool_catalog.ping_interval"
+    )
+    auth: ServerAuth | None = Field(None, description="OAuth for an HTTP server (docs/mcp.md)")
 
     @model_validator(mode="after")
     def _transport_needs(self) -> MCPServerConfig:
@@ -57,6 +114,8 @@ class MCPServerConfig(BaseModel):
             raise ValueError("a stdio server needs `command`")
         if self.transport != "stdio" and not self.url:
             raise ValueError(f"a {self.transport} server needs `url`")
+        if self.auth is not None and self.transport not in ("streamable_http", "sse"):
+            raise ValueError("`auth` applies to streamable_http and sse servers only")
         return self
 
 
@@ -83,6 +142,9 @@ class CatalogSettings(BaseModel):
     call_timeout: float = Field(60.0, gt=0)
     max_result_chars: int = Field(32_000, gt=100)
     refresh_interval: float = Field(300.0, gt=0)
+    ping_interval: float = Field(
+        30.0, gt=0, description="seconds between pings, so a server that died while idle is noticed"
+    )
     retry_initial: float = Field(1.0, gt=0)
     retry_max: float = Field(60.0, gt=0)
     bundles: list[BundleConfig] = Field(default_factory=list)

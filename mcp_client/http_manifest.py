@@ -8,18 +8,21 @@ separators, another host) drops its tool from the catalog rather than reach anot
 
 from __future__ import annotations
 
+import asyncio
 import json
 import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 import httpx
 import structlog
 
-from mcp_client.backend import BackendUnavailable, RemoteTool
+from mcp_client.backend import BackendUnavailable, RemoteTool, ToolCall
 from mcp_client.config import MCPServerConfig
+from mcp_client.http_watch import describe_refusal, refusal_of
 from mcp_client.results import error_result
 from mcp_client.transports.headers import resolve_headers
 from mcp_client.types import ToolResult
@@ -68,7 +71,7 @@ class HTTPManifestBackend:
             response.raise_for_status()
             manifest = response.json()
         except httpx.HTTPStatusError as exc:
-            raise BackendUnavailable(f"GET /tools answered {exc.response.status_code}") from exc
+            raise BackendUnavailable(_refused("GET /tools", exc.response.status_code)) from exc
         except httpx.HTTPError as exc:
             raise BackendUnavailable(f"GET /tools failed: {type(exc).__name__}") from exc
         except ValueError as exc:
@@ -105,7 +108,13 @@ class HTTPManifestBackend:
             return None
         return _Route(method, self._base.copy_with(path=path, query=None, fragment=None))
 
-    async def call(self, name: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
+    async def ping(self) -> None:
+        """The manifest is the only thing every such server answers: fetching it is the ping."""
+        await self.list_tools()
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        name, arguments = call.name, call.arguments
+        timeout = max(call.deadline - asyncio.get_running_loop().time(), 0.001)
         route = self._routes.get(name)
         if route is None:
             return error_result(f"the tool server lists no tool `{name}`")
@@ -119,7 +128,7 @@ class HTTPManifestBackend:
         except BackendUnavailable as exc:
             return error_result(f"tool server unavailable: {exc}")
         except httpx.TimeoutException:
-            return error_result(f"the tool did not answer within {timeout:g} s")
+            return call.timed_out()
         except httpx.HTTPError as exc:
             return error_result(f"the tool server could not be reached: {type(exc).__name__}")
         return _result(response)
@@ -128,6 +137,13 @@ class HTTPManifestBackend:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+def _refused(request: str, status: int) -> str:
+    refusal = refusal_of("GET", status, had_session=False)
+    if refusal in ("unauthorized", "forbidden"):
+        return describe_refusal(refusal)
+    return f"{request} answered {status}"
 
 
 def _manifest_tool(entry: dict[str, Any]) -> RemoteTool:
@@ -145,6 +161,9 @@ def _result(response: httpx.Response) -> ToolResult:
     except ValueError:
         body = None
     text = response.text if body is None else json.dumps(body, ensure_ascii=False)
+    if response.status_code in (HTTPStatus.UNAUTHORIZED, HTTPStatus.FORBIDDEN):
+        refused = _refused("", response.status_code)
+        return error_result(f"the tool server refused the call: {refused}")
     if response.is_error:
         return error_result(f"the tool server answered {response.status_code}: {text}")
     return ToolResult(content=text, structured=body if isinstance(body, dict) else None)

@@ -79,6 +79,7 @@ def _standardize(name: str, group: ServedTools, tool: RemoteTool) -> Standardize
         requires_approval=requires_approval,
         auto_approved=auto_approved,
         category=tool.category,
+        execution=tool.execution,
     )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import structlog
 
-from mcp_client.backend import RemoteTool
+from mcp_client.backend import RemoteTool, ToolCall
 from mcp_client.results import error_result
 from mcp_client.types import ToolResult
 
@@ -46,15 +46,19 @@ class LocalToolBackend:
             for t in self._tools.values()
         ]
 
-    async def call(self, name: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
+    async def ping(self) -> None:
+        return None
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        name = call.name
         tool = self._tools.get(name)
         if tool is None:
             return error_result(f"unknown tool `{name}`")
         try:
-            async with asyncio.timeout(timeout):
-                value = await tool.handler(arguments)
+            async with asyncio.timeout_at(call.deadline):
+                value = await tool.handler(call.arguments)
         except TimeoutError:
-            return error_result(f"the tool did not answer within {timeout:g} s and was cancelled")
+            return call.timed_out()
         except Exception as exc:  # a handler's bug must not end the chat that called it
             log.warning("local_tool_failed", tool=name, error=type(exc).__name__)
             return error_result(f"the tool failed: {type(exc).__name__}: {exc}")

@@ -27,6 +27,7 @@ def truncate(result: ToolResult, max_chars: int) -> ToolResult:
         is_error=result.is_error,
         structured=None,  # a cut-down structure would be misleading; the text says what is left
         truncated=True,
+        timed_out=result.timed_out,
     )
 
 

@@ -1,147 +1,278 @@
-"""A tool server reached through the official MCP SDK's ClientSession, over any transport."""
+"""A tool server reached through the official MCP SDK's ClientSession, over any transport.
+
+Every call carries a progress token of ours: progress notifications reach that call's listener,
+and the HTTP watch can tell whether the server refused the very request that carried it. When the
+server forgot the session (it restarted), the request was never executed: a new session is
+opened, once for all the calls that met the refusal, and each of them is sent again, once.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
-from typing import Any
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
 import pydantic
-from mcp import ClientSession
-from mcp.client import Transport
-from mcp.client.session import IncomingMessage
+import structlog
+from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from mcp_client.backend import BackendUnavailable, OnToolsChanged, RemoteTool
+from mcp_client.backend import (
+    BackendUnavailable,
+    OnToolsChanged,
+    RemoteTool,
+    ToolCall,
+    task_support,
+)
+from mcp_client.hooks import CallHooks, ToolProgress
+from mcp_client.http_watch import describe_refusal
+from mcp_client.identity import client_info
+from mcp_client.inputs import answer_input, input_request
 from mcp_client.results import error_result, from_call_result
+from mcp_client.session_link import SessionLink, SessionOptions, StreamsOpener
+from mcp_client.tasks import TaskCancelled, TaskRun, call_as_task, offers_tool_tasks
 from mcp_client.types import ToolResult
 
-StreamsOpener = Callable[[], Transport | AbstractAsyncContextManager[Any]]
-_CLOSE_GRACE_SECONDS = 5.0
+log = structlog.get_logger("mcp_client.session_backend")
 _CONNECTION_ERRORS = (
     anyio.ClosedResourceError,
     anyio.BrokenResourceError,
     anyio.EndOfStream,
     OSError,
 )
+_T = TypeVar("_T")
+LinkRequest = Callable[[SessionLink], Awaitable[_T]]
+DEFAULT_TASK_POLL_SECONDS = 1.0
+
+
+class _SessionGone(Exception):
+    """The server refused the request for its session: it was not executed."""
 
 
 class MCPSessionBackend:
-    """Holds one ClientSession open in its own task (anyio scopes must exit where they entered)."""
-
-    def __init__(self, open_streams: StreamsOpener, on_tools_changed: OnToolsChanged) -> None:
+    def __init__(
+        self,
+        open_streams: StreamsOpener,
+        on_tools_changed: OnToolsChanged,
+        *,
+        server: str = "",
+        task_poll_interval: float = DEFAULT_TASK_POLL_SECONDS,
+    ) -> None:
         self._open_streams = open_streams
         self._on_tools_changed = on_tools_changed
-        self._session: ClientSession | None = None
-        self._ready = asyncio.Event()
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._failure: BaseException | None = None
-        self._broken = False
+        self._server = server
+        self._task_poll_interval = task_poll_interval
+        self._link: SessionLink | None = None
+        self._renewing = asyncio.Lock()
+        self._calls: dict[str, CallHooks] = {}  # progress token -> that call's listeners
+        self._options = SessionOptions(
+            client_info=client_info(),
+            on_message=self._on_message,
+            on_elicitation=self._on_elicitation,
+        )
 
     @property
     def broken(self) -> bool:
-        return self._broken
+        return self._link is None or self._link.lost
 
     async def connect(self) -> None:
-        self._task = asyncio.create_task(self._hold_session())
-        ready = asyncio.create_task(self._ready.wait())
+        self._link = await self._open_link()
+
+    async def _open_link(self) -> SessionLink:
+        link = SessionLink(self._open_streams, self._options, self._on_tools_changed)
         try:
-            await asyncio.wait({ready, self._task}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            ready.cancel()
-        if not self._ready.is_set():
-            raise BackendUnavailable(describe_failure(self._failure))
+            await link.open()
+        except BaseException:
+            await link.close()
+            raise
+        return link
 
-    async def _hold_session(self) -> None:
-        try:
-            async with (
-                self._open_streams() as (read, write),
-                ClientSession(read, write, message_handler=self._on_message) as session,
-            ):
-                await session.initialize()
-                self._session = session
-                self._ready.set()
-                await self._stop.wait()
-        except (
-            Exception
-        ) as exc:  # the transport's failure is reported, never raised into the catalog
-            self._failure = exc
-        finally:
-            self._session = None
-            self._broken = not self._stop.is_set()
-            if self._broken and self._ready.is_set():
-                self._on_tools_changed()  # wakes the supervisor, which reconnects
+    def _live(self) -> SessionLink:
+        link = self._link
+        if link is None or link.session is None:
+            raise BackendUnavailable(link.reason() if link else "not connected")
+        return link
 
-    async def _on_message(self, message: IncomingMessage) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
-            self._on_tools_changed()
+    async def _renew(self, stale: SessionLink) -> SessionLink:
+        """A new session in place of ``stale``; one renewal serves every caller that met it."""
+        async with self._renewing:
+            if self._link is stale:
+                try:
+                    fresh = await self._open_link()
+                except BaseException:
+                    stale.mark_lost()  # the supervisor reconnects with backoff and says why
+                    self._on_tools_changed()
+                    raise
+                self._link = fresh
+                log.info("mcp_session_renewed", server=self._server)
+                await stale.close()
+                self._on_tools_changed()  # the restarted server may offer other tools
+            return self._live()
 
-    def _live_session(self) -> ClientSession:
-        if self._session is None:
-            self._broken = True
-            raise BackendUnavailable(describe_failure(self._failure))
-        return self._session
+    # --- tools/list and ping: idempotent, so simply sent again on a new session -----------------
 
     async def list_tools(self) -> list[RemoteTool]:
-        session = self._live_session()
+        return await self._idempotent(self._list_tools)
+
+    async def ping(self) -> None:
+        async def send(link: SessionLink) -> None:
+            assert link.session is not None
+            await link.session.send_ping()
+
+        await self._idempotent(send)
+
+    async def _idempotent(self, request: LinkRequest[_T]) -> _T:
+        link = self._live()
+        try:
+            return await self._guarded(link, request)
+        except _SessionGone:
+            return await self._guarded(await self._renew(link), request)
+
+    async def _guarded(self, link: SessionLink, request: LinkRequest[_T]) -> _T:
+        try:
+            result = await request(link)
+        except MCPError as exc:
+            if link.watch.last == "session":
+                raise _SessionGone from exc
+            if exc.error.code == CONNECTION_CLOSED:
+                link.mark_lost()
+            refusal = link.watch.last
+            reason = describe_refusal(refusal) if refusal else exc.error.message
+            raise BackendUnavailable(reason) from exc
+        except _CONNECTION_ERRORS as exc:
+            link.mark_lost()
+            raise BackendUnavailable(f"connection lost: {type(exc).__name__}") from exc
+        return result
+
+    async def _list_tools(self, link: SessionLink) -> list[RemoteTool]:
+        assert link.session is not None
         tools: list[RemoteTool] = []
         cursor: str | None = None
-        try:
-            while True:
-                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-                page = await session.list_tools(params=params)
-                tools.extend(_remote_tool(tool) for tool in page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    return tools
-        except MCPError as exc:
-            self._broken = self._broken or exc.error.code == CONNECTION_CLOSED
-            raise BackendUnavailable(f"tools/list failed: {exc.error.message}") from exc
-        except _CONNECTION_ERRORS as exc:
-            self._broken = True
-            raise BackendUnavailable(f"connection lost: {type(exc).__name__}") from exc
+        while True:
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await link.session.list_tools(params=params)
+            tools.extend(_remote_tool(tool) for tool in page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
 
-    async def call(self, name: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
+    # --- tools/call -------------------------------------------------------------------------------
+
+    async def call(self, call: ToolCall) -> ToolResult:
         try:
-            session = self._live_session()
-            # The SDK sends notifications/cancelled to the server when this timeout fires.
-            result = await session.call_tool(name, arguments, read_timeout_seconds=timeout)
+            link = self._live()
         except BackendUnavailable as exc:
             return error_result(f"tool server unavailable: {exc}")
+        try:
+            return await self._attempt(link, call)
+        except _SessionGone:
+            pass
+        try:
+            async with asyncio.timeout_at(call.deadline):
+                link = await self._renew(link)
+        except TimeoutError:
+            return call.timed_out()
+        except BackendUnavailable as exc:
+            return error_result(f"the tool server lost its session and a new one failed: {exc}")
+        try:
+            return await self._attempt(link, call)
+        except _SessionGone:
+            return error_result("the tool server refused the call on a new session too")
+
+    async def _attempt(self, link: SessionLink, call: ToolCall) -> ToolResult:
+        """One sending of the call; raises _SessionGone when the server refused its session."""
+        token = f"llm-gateway-{uuid.uuid4().hex}"  # never numeric: the SDK's own ids are
+        self._calls[token] = call.hooks
+        try:
+            return await self._send(link, call, token)
         except MCPError as exc:
-            return self._error_from_protocol(exc, timeout)
+            refusal = link.watch.refusal(token)
+            if refusal == "session":
+                raise _SessionGone from exc
+            if refusal is not None:
+                reason = describe_refusal(refusal)
+                return error_result(f"the tool server refused the call: {reason}")
+            return self._error_from_protocol(link, exc, call)
+        except TaskCancelled as exc:
+            return error_result(f"the tool's task was cancelled by the server: {exc}")
         except _CONNECTION_ERRORS as exc:
-            self._broken = True
+            link.mark_lost()
             return error_result(f"tool server connection lost: {type(exc).__name__}")
         except (pydantic.ValidationError, RuntimeError) as exc:
             # RuntimeError: the SDK's own output-schema and result-shape checks.
             return error_result(f"the tool server sent an invalid result: {exc}")
+        finally:
+            del self._calls[token]
+            link.watch.forget(token)
+
+    async def _send(self, link: SessionLink, call: ToolCall, token: str) -> ToolResult:
+        session, dispatcher = link.session, link.dispatcher
+        if session is None or dispatcher is None:
+            raise MCPError(code=CONNECTION_CLOSED, message="the connection closed")
+        remaining = call.deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            return call.timed_out()
+        support = task_support(call.execution)
+        if support != "forbidden" and offers_tool_tasks(session):
+            run = TaskRun(session, dispatcher, call, token, self._task_poll_interval)
+            return from_call_result(await call_as_task(run))
+        if support == "required":
+            return error_result(
+                "the tool must run as a task, but its server does not offer tasks for tools/call"
+            )
+        # The SDK sends notifications/cancelled to the server when this timeout fires.
+        result = await session.call_tool(
+            call.name,
+            call.arguments,
+            read_timeout_seconds=remaining,
+            meta={"progress_token": token},
+        )
         return from_call_result(result)
 
-    def _error_from_protocol(self, exc: MCPError, timeout: float) -> ToolResult:
+    def _error_from_protocol(self, link: SessionLink, exc: MCPError, call: ToolCall) -> ToolResult:
         code = exc.error.code
         if code == REQUEST_TIMEOUT:
-            return error_result(f"the tool did not answer within {timeout:g} s and was cancelled")
+            return call.timed_out()
         if code == CONNECTION_CLOSED:
-            self._broken = True
+            link.mark_lost()
             return error_result("the tool server connection closed during the call")
         return error_result(f"the tool server refused the call: {exc.error.message}")
 
-    async def aclose(self) -> None:
-        self._stop.set()
-        task = self._task
-        if task is None:
+    # --- what the server sends us -----------------------------------------------------------------
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._on_tools_changed()
+        elif isinstance(message, types.ProgressNotification):
+            await self._progress(message.params)
+
+    async def _progress(self, params: types.ProgressNotificationParams) -> None:
+        hooks = self._calls.get(str(params.progress_token))
+        if hooks is None or hooks.on_progress is None:
             return
-        if self._ready.is_set():
-            # A polite close (stdio: end the child; HTTP: end the session) but never a hang.
-            await asyncio.wait({task}, timeout=_CLOSE_GRACE_SECONDS)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        try:
+            await hooks.on_progress(ToolProgress(params.progress, params.total, params.message))
+        except Exception as exc:  # a listener's bug must not fail the call
+            log.warning("progress_hook_failed", server=self._server, error=type(exc).__name__)
+
+    async def _on_elicitation(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        # A request for input names no call (2025-11-25 gives it no request id), so it is
+        # forwarded only when exactly one call is in flight here; otherwise it is declined.
+        request = input_request(params)
+        listeners = list(self._calls.values())
+        hook = listeners[0].on_input if len(listeners) == 1 else None
+        return await answer_input(request, hook, self._server)
+
+    async def aclose(self) -> None:
+        link, self._link = self._link, None
+        if link is not None:
+            await link.close()
 
 
 def _remote_tool(tool: types.Tool) -> RemoteTool:
@@ -150,24 +281,14 @@ def _remote_tool(tool: types.Tool) -> RemoteTool:
     )
     if tool.title:
         annotations.setdefault("title", tool.title)
+    execution = (
+        tool.execution.model_dump(by_alias=True, exclude_none=True) if tool.execution else None
+    )
     return RemoteTool(
         name=tool.name,
         description=tool.description or "",
         input_schema=dict(tool.input_schema),
         output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
         annotations=annotations,
+        execution=execution,
     )
-
-
-def describe_failure(exc: BaseException | None) -> str:
-    """A one-line reason for logs and /readyz; the innermost cause of a task-group failure."""
-    if exc is None:
-        return "the connection closed"
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    if isinstance(exc, MCPError):
-        return f"protocol error: {exc.error.message}"
-    if isinstance(exc, BackendUnavailable):
-        return str(exc)
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

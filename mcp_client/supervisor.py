@@ -10,10 +10,16 @@ from typing import Any, Literal
 
 import structlog
 
-from mcp_client.backend import BackendFactory, BackendUnavailable, RemoteTool, ToolBackend
+from mcp_client.backend import (
+    BackendFactory,
+    BackendUnavailable,
+    RemoteTool,
+    ToolBackend,
+    ToolCall,
+)
 from mcp_client.config import CatalogSettings, ToolOverride
+from mcp_client.failures import describe_failure
 from mcp_client.results import error_result
-from mcp_client.session_backend import describe_failure
 from mcp_client.types import ToolResult
 
 log = structlog.get_logger("mcp_client.supervisor")
@@ -29,6 +35,7 @@ class ServerPolicy:
     requires_approval: bool = False
     max_concurrency: int = 4
     call_timeout: float | None = None
+    ping_interval: float | None = None  # None: the catalog's
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,15 +118,55 @@ class ServerSupervisor:
                     delay = min(delay * 2, self._settings.retry_max)
                     continue
                 delay = self._settings.retry_initial
-            await self._pause(self._settings.refresh_interval)
-            await self._refresh()
+            if await self._idle():
+                await self._refresh()
 
-    async def _pause(self, seconds: float) -> None:
-        """Until ``seconds`` pass, the server says its tools changed or died, or we stop."""
+    async def _idle(self) -> bool:
+        """Ping on the interval until a refresh is due or the server wakes us (True), or a ping
+        fails (False: the server is degraded and its connection dropped)."""
+        loop = asyncio.get_running_loop()
+        refresh_at = loop.time() + self._settings.refresh_interval
+        ping_every = self.policy.ping_interval or self._settings.ping_interval
+        while True:
+            if await self._pause(min(ping_every, refresh_at - loop.time())):
+                return True
+            if loop.time() >= refresh_at or self._stopping.is_set():
+                return True
+            if not await self._ping():
+                return False
+
+    async def _pause(self, seconds: float) -> bool:
+        """Until ``seconds`` pass (False), or the server says its tools changed or died, or we
+        stop (True)."""
+        woken = False
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
+            async with asyncio.timeout(max(seconds, 0)):
                 await self._wake.wait()
+                woken = True
         self._wake.clear()
+        return woken
+
+    async def _ping(self) -> bool:
+        backend = self._backend
+        if backend is None or backend.broken:
+            return False
+        limit = self._settings.discovery_timeout
+        try:
+            async with asyncio.timeout(limit):
+                await backend.ping()
+        except TimeoutError:
+            reason = f"no answer to ping within {limit:g} s"
+        except BackendUnavailable as exc:
+            reason = str(exc)
+        except Exception as exc:  # whatever the transport raised: the server is not answering
+            reason = describe_failure(exc)
+        else:
+            return True
+        reason = f"ping failed: {reason}"
+        log.warning("mcp_server_ping_failed", server=self.name, reason=reason)
+        self._publish([], ServerStatus("degraded", reason, transport=self._transport))
+        await self._drop_backend()
+        return False
 
     async def _refresh(self) -> None:
         backend = self._backend
@@ -146,20 +193,18 @@ class ServerSupervisor:
         self.status = status
         self._on_tools()
 
-    async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
+    async def call(self, call: ToolCall) -> ToolResult:
+        """Run ``call`` within its deadline, at most ``max_concurrency`` at once."""
         backend = self._backend
         if backend is None or backend.broken:
             return error_result(f"tool server `{self.name}` is unavailable: {self.status.reason}")
-        loop = asyncio.get_running_loop()
-        started = loop.time()
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout_at(call.deadline):
                 await self._limit.acquire()
         except TimeoutError:
             return error_result(f"tool server `{self.name}` is busy; try again later")
-        remaining = max(timeout - (loop.time() - started), 0.001)
         try:
-            result = await backend.call(tool, arguments, remaining)
+            result = await backend.call(call)
         finally:
             self._limit.release()
         if backend.broken:

@@ -27,6 +27,8 @@ class StandardizedTool:
     auto_approved: bool = False
     category: str | None = None
     enabled: bool = True  # False: an admin disabled it; offered to no model, calls denied
+    # MCP `execution` as the server gave it, e.g. {"taskSupport": "required"}: how it is called.
+    execution: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,7 @@ class ToolResult:
     is_error: bool = False
     structured: dict[str, Any] | None = None
     truncated: bool = False
+    timed_out: bool = False  # the call hit its time limit (and was cancelled where possible)
 
 
 def definition_hash(

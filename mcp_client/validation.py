@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from jsonschema import FormatChecker, validators
 from jsonschema import exceptions as schema_errors
-from jsonschema import validators
 from jsonschema.protocols import Validator
+
+
+def format_checker() -> FormatChecker:
+    """``format`` is checked, not just annotated: jsonschema's own checkers (date, email, ipv4,
+    ipv6, uuid, regex, idn-*) and ``date-time`` (RFC 3339: a date, a time and an offset), which
+    jsonschema checks only with an extra package. Formats with no checker pass."""
+    checker = FormatChecker()
+    checker.checks("date-time", raises=ValueError)(_rfc3339_date_time)
+    return checker
+
+
+def _rfc3339_date_time(value: object) -> bool:
+    if not isinstance(value, str):
+        return True  # `format` applies to strings only; `type` judges the rest
+    if len(value) < 20 or value[10] not in "Tt":  # "YYYY-MM-DDTHH:MM:SSZ" is the shortest
+        return False
+    parsed = datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
+    return parsed.tzinfo is not None
 
 
 class ArgumentCheck:
@@ -29,7 +48,12 @@ class ArgumentCheck:
         except schema_errors.SchemaError as exc:
             self._schema_problem = f"the tool's schema is invalid: {exc.message}"
         else:
-            self._validator = validator_class(schema)
+            self._validator = validator_class(schema, format_checker=format_checker())
+
+    @property
+    def schema_problem(self) -> str:
+        """Why the tool's schema itself is invalid; empty when it is valid."""
+        return self._schema_problem
 
     def problems(self, arguments: dict[str, Any]) -> list[str]:
         """Every way ``arguments`` break the schema; unknown top-level fields are always refused.

@@ -8,20 +8,23 @@ reply, whole or streamed, so the caller sees ``tool_calls``, ``ToolCallDelta`` e
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
-from dataclasses import replace
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
 
 from adapters.text.base import Call, Item, Reasoning, Text, ToolFormat
 from adapters.text.history import declared_tools, text_request
 from adapters.text.jsonscan import dumps
 from adapters.text.scan import ContentJoin, StreamParser, parse_reply
-from adapters.text.select import resolve
-from llm_service.adapter import ChatAdapter
+from adapters.text.select import choose, resolve
+from adapters.text.served import served_model
 from llm_service.assemble import StreamAssembler, finish_reason
 from llm_service.config import ModelConfig
 from llm_service.types import (
     AssistantMessage,
+    ChatAdapter,
     ChatRequest,
     ChatResponse,
     StreamDone,
@@ -39,31 +42,75 @@ def new_call_id() -> str:
 
 
 def with_text_tools(config: ModelConfig, adapter: ChatAdapter) -> ChatAdapter:
-    """The adapter a model's ``tool_format`` asks for: itself for ``native``, else wrapped."""
+    """The adapter a model's ``tool_format`` asks for: itself for ``native``, else wrapped.
+
+    ``auto`` on an OpenAI-compatible server starts from the model names and asks the server,
+    on the first request, for its chat template and the name behind a served alias.
+    """
     if config.tool_format == "native":
         return adapter
-    fmt = resolve(config.tool_format, config.upstream_model, config.name)
-    return TextToolsAdapter(adapter, fmt)
+    names = (config.upstream_model, config.name)
+    fmt = resolve(config.tool_format, *names)
+    detect: Detect | None = None
+    if config.tool_format == "auto" and config.provider == "openai" and config.base_url:
+        detect = partial(detect_choice, config.base_url, config.upstream_model, names)
+    return TextToolsAdapter(adapter, fmt, detect=detect)
+
+
+async def detect_choice(base_url: str, model: str | None, names: Sequence[str]) -> Choice:
+    served = await served_model(base_url, model)
+    fmt, reasoning_open = choose(served.template, (*served.names, *names))
+    return Choice(fmt, reasoning_open)
+
+
+@dataclass(frozen=True)
+class Choice:
+    fmt: ToolFormat
+    # The chat template ends the prompt inside reasoning (QwQ, DeepSeek-R1).
+    reasoning_open: bool = False
+
+
+Detect = Callable[[], Awaitable[Choice]]
 
 
 class TextToolsAdapter:
     def __init__(
-        self, inner: ChatAdapter, fmt: ToolFormat, new_id: Callable[[], str] = new_call_id
+        self,
+        inner: ChatAdapter,
+        fmt: ToolFormat,
+        new_id: Callable[[], str] = new_call_id,
+        *,
+        detect: Detect | None = None,
     ) -> None:
         self._inner = inner
-        self._fmt = fmt
+        self._choice = Choice(fmt)
+        self._detect = detect
+        self._detecting = asyncio.Lock()
         self._new_id = new_id
         self.provider = inner.provider
 
     @property
     def format(self) -> ToolFormat:
-        return self._fmt
+        return self._choice.fmt
+
+    async def _chosen(self) -> Choice:
+        """The format, once the server was asked (once, by the first request) where it can be."""
+        if self._detect is not None:
+            async with self._detecting:
+                if self._detect is not None:
+                    self._choice = await self._detect()
+                    self._detect = None
+        return self._choice
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
+        choice = await self._chosen()
         tools = declared_tools(request)
-        response = await self._inner.complete(text_request(request, self._fmt))
-        # No native tools were sent, so any calls can only be in the text.
-        reply = parse_reply(self._fmt, response.message.content or "", tools)
+        response = await self._inner.complete(text_request(request, choice.fmt))
+        # No native tools were sent, so any calls can only be in the text. Reasoning the server
+        # already split off means the text does not start inside reasoning.
+        opened = choice.reasoning_open and not response.message.thinking
+        text = response.message.content or ""
+        reply = parse_reply(choice.fmt, text, tools, reasoning_open=opened)
         calls = tuple(ToolCall(self._new_id(), c.name, c.arguments) for c in reply.calls)
         thinking = response.message.thinking
         if reply.reasoning:
@@ -73,9 +120,11 @@ class TextToolsAdapter:
         return replace(response, message=message, finish_reason=reason)
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
-        events = ReplyEvents(self._fmt, declared_tools(request), self._new_id)
+        choice = await self._chosen()
+        tools = declared_tools(request)
+        events = ReplyEvents(choice.fmt, tools, self._new_id, reasoning_open=choice.reasoning_open)
         assembler = StreamAssembler()
-        async for event in self._inner.stream(text_request(request, self._fmt)):
+        async for event in self._inner.stream(text_request(request, choice.fmt)):
             if isinstance(event, StreamDone):
                 for out in events.finish():
                     _record(assembler, out)
@@ -97,8 +146,15 @@ class TextToolsAdapter:
 class ReplyEvents:
     """Turns the inner stream's text into content, reasoning and tool-call events."""
 
-    def __init__(self, fmt: ToolFormat, tools: Iterable[str], new_id: Callable[[], str]) -> None:
-        self._parser = StreamParser(fmt, frozenset(tools))
+    def __init__(
+        self,
+        fmt: ToolFormat,
+        tools: Iterable[str],
+        new_id: Callable[[], str],
+        *,
+        reasoning_open: bool = False,
+    ) -> None:
+        self._parser = StreamParser(fmt, frozenset(tools), reasoning_open=reasoning_open)
         self._content = ContentJoin()
         self._new_id = new_id
         self._calls = 0
@@ -107,6 +163,7 @@ class ReplyEvents:
         if isinstance(event, TextDelta):
             yield from self._events(self._parser.feed(event.text))
         elif isinstance(event, ThinkingDelta):
+            self._parser.reasoning_separate()
             yield event
         # Native ToolCallDeltas cannot occur: the request carried no tools.
 

@@ -5,8 +5,10 @@ history in the family's own style, and recognises calls in a reply. Recognition 
 driver (``adapters.text.scan``) can run every format whole or streamed with identical results:
 
 - ``markers`` may open a call block anywhere in the reply; ``parse_block`` reads one block.
-- ``openers`` start a reply that is, as a whole, a call (bare JSON, a Python list); the driver
-  hands the whole rest of the reply to ``parse_leading`` once the reply is complete.
+- ``openers`` start a reply that is, as a whole, a call (bare JSON, a Python list, a fenced
+  block); the driver hands the whole rest of the reply to ``parse_leading`` once it is complete.
+- ``end_tokens`` are the family's end-of-turn tokens: a server that does not skip special tokens
+  leaves them at the end of the reply, where they are dropped (anywhere else they are text).
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ class ToolFormat(Protocol):
 
     @property
     def think_tags(self) -> tuple[str, str]: ...
+
+    @property
+    def end_tokens(self) -> tuple[str, ...]: ...
 
     @property
     def results_as_tool_role(self) -> bool:
@@ -131,6 +136,21 @@ def calls_from_values(values: Sequence[Any], tools: Collection[str]) -> tuple[Ca
 def calls_from_json(value: Any, tools: Collection[str]) -> tuple[Call, ...] | None:
     """A call object or a JSON array of call objects."""
     return calls_from_values(value if isinstance(value, list) else [value], tools)
+
+
+def calls_from_any(value: Any, tools: Collection[str]) -> tuple[Call, ...] | None:
+    """Every JSON shape a whole reply may take: a call, an array of calls,
+    ``{"tool_calls": [...]}`` (with, as llama.cpp's generic schema has it, an empty
+    ``"content"``) or ``{"tool_call": {...}}``."""
+    if isinstance(value, dict) and "tool_calls" in value:
+        inner = value["tool_calls"]
+        rest = {k: v for k, v in value.items() if k != "tool_calls"}
+        if not isinstance(inner, list) or rest not in ({}, {"content": ""}, {"content": None}):
+            return None
+        return calls_from_values(inner, tools)
+    if isinstance(value, dict) and set(value) == {"tool_call"}:
+        value = value["tool_call"]
+    return calls_from_json(value, tools)
 
 
 def tools_json(tools: Sequence[ToolSpec], wrapped: bool = True) -> list[dict[str, Any]]:

@@ -2,32 +2,28 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from adapters.text.base import (
     THINK_TAGS,
     Block,
     Call,
-    call_from_object,
-    calls_from_values,
     choice_instruction,
     tools_json,
 )
-from adapters.text.jsonscan import JsonReader, Verdict, dumps, read_value
+from adapters.text.jsonscan import JsonReader, Verdict, dumps
+from adapters.text.whole import FENCE_OPENER, json_calls, whole_reply
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
-
-_FENCE = re.compile(r"```(?:json)?[ \t]*\n(?P<body>.*)\n[ \t]*```", re.DOTALL)
 
 
 @dataclass(frozen=True)
 class GenericFormat:
     name: str = "generic"
     markers: tuple[str, ...] = ()
-    openers: tuple[str, ...] = ("{", "[", "```")
+    openers: tuple[str, ...] = ("{", "[", FENCE_OPENER)
     think_tags: tuple[str, str] = THINK_TAGS
+    end_tokens: tuple[str, ...] = ()
     results_as_tool_role: bool = False
 
     def render_tools(self, tools: Sequence[ToolSpec], choice: ToolChoice | None) -> str:
@@ -60,25 +56,4 @@ class GenericFormat:
         return Verdict.INVALID
 
     def parse_leading(self, text: str, tools: Collection[str]) -> tuple[Call, ...] | None:
-        text = text.strip()
-        # The fence must wrap the whole reply; a closing fence inside a JSON string is data,
-        # which the greedy body and the full JSON read below make sure of.
-        fenced = _FENCE.fullmatch(text)
-        if fenced:
-            text = fenced.group("body").strip()
-        read = read_value(text, 0)
-        if isinstance(read, Verdict) or read[1] != len(text):
-            return None
-        return _calls(read[0], tools)
-
-
-def _calls(value: Any, tools: Collection[str]) -> tuple[Call, ...] | None:
-    if isinstance(value, list):
-        return calls_from_values(value, tools)
-    if isinstance(value, dict) and set(value) == {"tool_calls"}:
-        inner = value["tool_calls"]
-        return calls_from_values(inner, tools) if isinstance(inner, list) else None
-    if isinstance(value, dict) and set(value) == {"tool_call"}:
-        value = value["tool_call"]
-    call = call_from_object(value, tools)
-    return (call,) if call else None
+        return whole_reply(text, self.end_tokens, lambda body: json_calls(body, tools))

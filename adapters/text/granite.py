@@ -16,20 +16,24 @@ from adapters.text.base import (
     tools_json,
 )
 from adapters.text.jsonscan import JsonReader, Verdict, dumps, skip_ws
+from adapters.text.whole import FENCE_OPENER, json_calls, whole_reply
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 TOOL_CALL_TOKEN = "<|tool_call|>"  # noqa: S105 (a marker, not a secret)
 TOOL_CALL_TAG = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
 FUNCTION_CALL = "<function_call>"
+END_OF_TEXT = "<|end_of_text|>"
 
 
 @dataclass(frozen=True)
 class GraniteFormat:
     name: str = "granite"
     markers: tuple[str, ...] = (TOOL_CALL_TOKEN, TOOL_CALL_TAG, FUNCTION_CALL)
-    openers: tuple[str, ...] = ()
+    # A detokenizer that skips special tokens drops <|tool_call|>: the bare array remains.
+    openers: tuple[str, ...] = ("[", "{", FENCE_OPENER)
     think_tags: tuple[str, str] = THINK_TAGS
+    end_tokens: tuple[str, ...] = (END_OF_TEXT,)
     # Granite's templates render ``tool`` messages as ``tool_response`` turns themselves.
     results_as_tool_role: bool = True
 
@@ -76,4 +80,4 @@ class GraniteFormat:
         return Parsed(calls, end)
 
     def parse_leading(self, text: str, tools: Collection[str]) -> tuple[Call, ...] | None:
-        return None
+        return whole_reply(text, self.end_tokens, lambda body: json_calls(body, tools))

@@ -1,4 +1,9 @@
-"""Hermes / Qwen 2.5 and 3: ``<tool_call>{"name": .., "arguments": ..}</tool_call>`` blocks."""
+"""Hermes / Qwen 2.5 and 3: ``<tool_call>{"name": .., "arguments": ..}</tool_call>`` blocks.
+
+Models of the family also wrap the same JSON in other tags (``<function_call>``, ``<tools>``,
+``<response>``, ``<json>``...), write ``<function=name>{...}</function>``, or answer with the bare
+or fenced JSON as the whole reply (Qwen2.5-Coder, which never learnt the tags).
+"""
 
 from __future__ import annotations
 
@@ -9,25 +14,30 @@ from adapters.text.base import (
     THINK_TAGS,
     Block,
     Call,
-    Parsed,
-    call_from_object,
     choice_instruction,
-    closing_pending,
     tools_json,
 )
-from adapters.text.jsonscan import JsonReader, Verdict, dumps, skip_ws
+from adapters.text.jsonscan import JsonReader, dumps
+from adapters.text.scan import parse_reply
+from adapters.text.tags import FUNCTION, FUNCTION_NAMED, closer_of, function_tag, json_in_tag
+from adapters.text.whole import FENCE_OPENER, json_calls, whole_reply
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
+# Other tags the family's models put around the same JSON (llama.cpp accepts these for Hermes 2
+# Pro, Qwen2.5-Coder uses <tools>).
+TAGS = (OPEN, "<function_call>", "<tool>", "<tools>", "<response>", "<json>", "<JSON>", "<xml>")
+END_TOKENS = ("<|im_end|>", "<|eot_id|>")
 
 
 @dataclass(frozen=True)
 class HermesFormat:
     name: str = "hermes"
-    markers: tuple[str, ...] = (OPEN,)
-    openers: tuple[str, ...] = ()
+    markers: tuple[str, ...] = (*TAGS, FUNCTION, FUNCTION_NAMED)
+    openers: tuple[str, ...] = ("{", "[", FENCE_OPENER)
     think_tags: tuple[str, str] = THINK_TAGS
+    end_tokens: tuple[str, ...] = END_TOKENS
     results_as_tool_role: bool = False
 
     def render_tools(self, tools: Sequence[ToolSpec], choice: ToolChoice | None) -> str:
@@ -60,20 +70,17 @@ class HermesFormat:
         tools: Collection[str],
         reader: JsonReader,
     ) -> Block:
-        read = reader.read_value(text, skip_ws(text, start + len(marker)))
-        if isinstance(read, Verdict):
-            return read
-        value, end = read
-        call = call_from_object(value, tools)
-        if call is None:
-            return Verdict.INVALID
-        after = skip_ws(text, end)
-        if text.startswith(CLOSE, after):
-            return Parsed((call,), after + len(CLOSE))
-        if closing_pending(text, end, CLOSE):
-            # The closing tag is often missing at the very end of the output.
-            return Parsed((call,), len(text)) if final else Verdict.INCOMPLETE
-        return Verdict.INVALID
+        body = start + len(marker)
+        if marker in (FUNCTION, FUNCTION_NAMED):
+            return function_tag(text, body, marker, final=final, tools=tools, reader=reader)
+        return json_in_tag(text, body, closer_of(marker), final=final, tools=tools, reader=reader)
 
     def parse_leading(self, text: str, tools: Collection[str]) -> tuple[Call, ...] | None:
-        return None
+        return whole_reply(text, self.end_tokens, lambda body: self._body(body, tools))
+
+    def _body(self, body: str, tools: Collection[str]) -> tuple[Call, ...] | None:
+        calls = json_calls(body, tools)
+        if calls is None and body.startswith("<"):  # a fence around tagged calls
+            reply = parse_reply(self, body, tools)
+            calls = reply.calls if reply.calls and reply.content is None else None
+        return calls

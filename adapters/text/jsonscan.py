@@ -142,7 +142,8 @@ class JsonReader:
     def read_sequence(
         self, text: str, start: int, final: bool, separator: str = ";"
     ) -> tuple[list[Any], int] | Verdict:
-        """Values separated by ``separator`` (``a; b; c``); ends after the last value.
+        """Objects separated by ``separator`` or only whitespace (``a; b`` or ``a\nb``); ends
+        after the last value.
 
         Unless ``final``, returns INCOMPLETE while the text ends where another value could
         still follow, so a stream waits until the sequence is decided.
@@ -158,9 +159,10 @@ class JsonReader:
             after = skip_ws(text, pos)
             if after >= len(text):
                 return (values, pos) if final else Verdict.INCOMPLETE
-            if text[after] != separator:
+            if text[after] == separator:
+                pos = after + 1
+            elif text[after] != "{":
                 return values, pos
-            pos = after + 1
 
 
 def read_value(text: str, start: int) -> tuple[Any, int] | Verdict:

@@ -1,13 +1,15 @@
-"""Llama 3.1 / 3.3 JSON calls, ``<function=name>{...}</function>`` and Llama 4 python blocks.
+"""Llama 3.1 / 3.3 JSON calls, built-in tools, ``<function=name>`` and Llama 4 python blocks.
 
 Calls are ``{"name": .., "parameters": ..}`` (or ``arguments``), as the whole reply or after
-``<|python_tag|>``, several separated by ``;``, optionally ending in ``<|eom_id|>``. Llama 4
-wraps calls in ``<|python_start|>...<|python_end|>`` (JSON or the pythonic list).
+``<|python_tag|>``, several separated by ``;`` or a line break, optionally ending in
+``<|eom_id|>``. After ``<|python_tag|>`` a model may also use the built-in tool syntax
+(``brave_search.call(query="...")``) or write code for ``code_interpreter``. Llama 4 wraps calls
+in ``<|python_start|>...<|python_end|>`` (JSON or the pythonic list); Llama 3.2 may answer with
+the pythonic list as the whole reply.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -16,30 +18,35 @@ from adapters.text.base import (
     Block,
     Call,
     Parsed,
-    call_from_object,
-    calls_from_json,
     calls_from_values,
     choice_instruction,
     closing_pending,
     tools_json,
 )
-from adapters.text.jsonscan import JsonReader, Verdict, dumps, read_value, skip_ws
-from adapters.text.pythonic import PYTHON_END, PYTHON_START, parse_call_list, strip_end_tokens
+from adapters.text.jsonscan import JsonReader, Verdict, dumps, skip_ws
+from adapters.text.pythonic import (
+    PYTHON_END,
+    PYTHON_START,
+    parse_builtin_call,
+    parse_call_list,
+)
+from adapters.text.tags import FUNCTION, function_tag
+from adapters.text.whole import FENCE_OPENER, json_calls, strip_end_tokens, whole_reply
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 PYTHON_TAG = "<|python_tag|>"
-FUNCTION = "<function="
-FUNCTION_END = "</function>"
-_END_TOKENS = ("<|eom_id|>", "<|eot_id|>")
-_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+END_TOKENS = ("<|eom_id|>", "<|eot_id|>", "<|eom|>", "<|eot|>")
+# The built-in tool a bare code block after <|python_tag|> is for (Meta's prompt format).
+CODE_INTERPRETER = "code_interpreter"
 
 
 @dataclass(frozen=True)
 class Llama3Format:
     name: str = "llama3"
     markers: tuple[str, ...] = (PYTHON_TAG, FUNCTION, PYTHON_START)
-    openers: tuple[str, ...] = ("{",)
+    openers: tuple[str, ...] = ("{", "[", FENCE_OPENER)
     think_tags: tuple[str, str] = THINK_TAGS
+    end_tokens: tuple[str, ...] = END_TOKENS
     results_as_tool_role: bool = True
 
     def render_tools(self, tools: Sequence[ToolSpec], choice: ToolChoice | None) -> str:
@@ -71,16 +78,49 @@ class Llama3Format:
     ) -> Block:
         body = start + len(marker)
         if marker == PYTHON_TAG:
-            return _json_calls(text, skip_ws(text, body), final, tools, reader)
+            return _python_tag(text, skip_ws(text, body), final, tools, reader)
         if marker == FUNCTION:
-            return _function_block(text, body, final, tools, reader)
+            return function_tag(text, body, marker, final=final, tools=tools, reader=reader)
         return _python_block(text, body, final, tools)
 
     def parse_leading(self, text: str, tools: Collection[str]) -> tuple[Call, ...] | None:
-        block = _json_calls(text, 0, True, tools, JsonReader())
-        if not isinstance(block, Parsed) or text[block.end :].strip():
-            return None
+        return whole_reply(text, END_TOKENS, lambda body: _whole_body(body, tools))
+
+
+def _whole_body(body: str, tools: Collection[str]) -> tuple[Call, ...] | None:
+    if body.startswith("["):
+        return json_calls(body, tools) or parse_call_list(body, tools)
+    return _json_only(body, tools)
+
+
+def _json_only(body: str, tools: Collection[str]) -> tuple[Call, ...] | None:
+    """``{..}; {..}`` (or another whole-reply JSON shape) and nothing else."""
+    block = _json_calls(body, 0, True, tools, JsonReader())
+    if isinstance(block, Parsed) and not body[block.end :].strip():
         return block.calls
+    return json_calls(body, tools)
+
+
+def _python_tag(
+    text: str, start: int, final: bool, tools: Collection[str], reader: JsonReader
+) -> Block:
+    """JSON calls, or up to the end-of-message token a built-in call or code."""
+    if start >= len(text):
+        return Verdict.INVALID if final else Verdict.INCOMPLETE
+    if text[start] == "{":
+        return _json_calls(text, start, final, tools, reader)
+    found = [i for i in (text.find(t, start) for t in END_TOKENS) if i >= 0]
+    if not found and not final:
+        return Verdict.INCOMPLETE
+    end = min(found) if found else len(text)
+    code = text[start:end].rstrip()
+    calls = parse_builtin_call(code, tools)
+    if calls is None and CODE_INTERPRETER in tools and code:
+        calls = (Call(CODE_INTERPRETER, {"code": code}),)
+    if calls is None:
+        return Verdict.INVALID
+    token = next((t for t in END_TOKENS if text.startswith(t, end)), "")
+    return Parsed(calls, end + len(token))
 
 
 def _json_calls(
@@ -95,7 +135,7 @@ def _json_calls(
     if calls is None:
         return Verdict.INVALID
     after = skip_ws(text, end)
-    for token in _END_TOKENS:
+    for token in END_TOKENS:
         if text.startswith(token, after):
             return Parsed(calls, after + len(token))
         if not final and closing_pending(text, end, token):
@@ -103,60 +143,15 @@ def _json_calls(
     return Parsed(calls, end)
 
 
-def _function_block(
-    text: str, start: int, final: bool, tools: Collection[str], reader: JsonReader
-) -> Block:
-    """``<function=name>{"a": 1}</function>``."""
-    named = _function_name(text, start)
-    if isinstance(named, Verdict):
-        return named
-    name, body = named
-    read = reader.read_value(text, skip_ws(text, body))
-    if isinstance(read, Verdict):
-        return read
-    arguments, end = read
-    call = call_from_object({"name": name, "arguments": arguments}, tools)
-    if call is None:
-        return Verdict.INVALID
-    after = skip_ws(text, end)
-    if text.startswith(FUNCTION_END, after):
-        return Parsed((call,), after + len(FUNCTION_END))
-    if closing_pending(text, end, FUNCTION_END):
-        return Parsed((call,), len(text)) if final else Verdict.INCOMPLETE
-    return Verdict.INVALID
-
-
-def _function_name(text: str, start: int) -> tuple[str, int] | Verdict:
-    name = _NAME.match(text, start)
-    name_end = name.end() if name else start
-    if name_end >= len(text):
-        return Verdict.INCOMPLETE
-    if name is None or text[name_end] != ">":
-        return Verdict.INVALID
-    return name.group(), name_end + 1
-
-
 def _python_block(text: str, start: int, final: bool, tools: Collection[str]) -> Block:
     """Llama 4: ``<|python_start|>`` JSON calls or a pythonic list ``<|python_end|>``."""
     end = text.find(PYTHON_END, start)
     if end < 0 and not final:
         return Verdict.INCOMPLETE
-    body = strip_end_tokens(text[start:] if end < 0 else text[start:end])
+    body = strip_end_tokens(text[start:] if end < 0 else text[start:end], END_TOKENS)
     calls = parse_call_list(body, tools) if body.startswith("[") else None
     if calls is None:
-        calls = _json_body(body, tools)
+        calls = _json_only(body, tools)
     if calls is None:
         return Verdict.INVALID
     return Parsed(calls, len(text) if end < 0 else end + len(PYTHON_END))
-
-
-def _json_body(body: str, tools: Collection[str]) -> tuple[Call, ...] | None:
-    if body.startswith("["):
-        read = read_value(body, 0)
-        if isinstance(read, Verdict) or read[1] != len(body):
-            return None
-        return calls_from_json(read[0], tools)
-    block = _json_calls(body, 0, True, tools, JsonReader())
-    if not isinstance(block, Parsed) or body[block.end :].strip():
-        return None
-    return block.calls

@@ -1,5 +1,7 @@
 """Mistral: ``[TOOL_CALLS] [{...}]`` arrays and ``[TOOL_CALLS]name[CALL_ID]id[ARGS]{...}``.
 
+A detokenizer that skips special tokens drops ``[ARGS]`` and ``[CALL_ID]``
+(``[TOOL_CALLS]name{...}``) or ``[TOOL_CALLS]`` itself (the bare array is then the whole reply).
 Ids the model writes are not used: a model can repeat an id from history, and the caller needs
 every id to be unique, so the stream issues its own. ``[THINK]...[/THINK]`` is reasoning.
 """
@@ -18,12 +20,15 @@ from adapters.text.base import (
     call_from_object,
     calls_from_json,
     choice_instruction,
+    closing_pending,
     tools_json,
 )
 from adapters.text.jsonscan import JsonReader, Verdict, dumps, skip_ws
+from adapters.text.whole import FENCE_OPENER, json_calls, whole_reply
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 TOOL_CALLS = "[TOOL_CALLS]"
+TOOL_CALLS_END = "[/TOOL_CALLS]"
 ARGS = "[ARGS]"
 CALL_ID = "[CALL_ID]"
 _NAME = re.compile(r"[A-Za-z0-9_.\-]+")
@@ -39,8 +44,9 @@ def mistral_id(call_id: str) -> str:
 class MistralFormat:
     name: str = "mistral"
     markers: tuple[str, ...] = (TOOL_CALLS,)
-    openers: tuple[str, ...] = ()
+    openers: tuple[str, ...] = ("[", "{", FENCE_OPENER)
     think_tags: tuple[str, str] = ("[THINK]", "[/THINK]")
+    end_tokens: tuple[str, ...] = ()
     results_as_tool_role: bool = False
 
     def render_tools(self, tools: Sequence[ToolSpec], choice: ToolChoice | None) -> str:
@@ -78,15 +84,27 @@ class MistralFormat:
             if isinstance(read, Verdict):
                 return read
             calls = calls_from_json(read[0], tools)
-            return Verdict.INVALID if calls is None else Parsed(calls, read[1])
+            if calls is None:
+                return Verdict.INVALID
+            return _optional_end(text, read[1], final, calls)
         return _named_call(text, body, tools, reader)
 
     def parse_leading(self, text: str, tools: Collection[str]) -> tuple[Call, ...] | None:
-        return None
+        return whole_reply(text, (TOOL_CALLS_END,), lambda body: json_calls(body, tools))
+
+
+def _optional_end(text: str, end: int, final: bool, calls: tuple[Call, ...]) -> Block:
+    """Some templates close the array with ``[/TOOL_CALLS]``."""
+    after = skip_ws(text, end)
+    if text.startswith(TOOL_CALLS_END, after):
+        return Parsed(calls, after + len(TOOL_CALLS_END))
+    if not final and closing_pending(text, end, TOOL_CALLS_END):
+        return Verdict.INCOMPLETE
+    return Parsed(calls, end)
 
 
 def _named_call(text: str, start: int, tools: Collection[str], reader: JsonReader) -> Block:
-    """``name[ARGS]{...}`` or ``name[CALL_ID]abc123xyz[ARGS]{...}``."""
+    """``name[ARGS]{...}``, ``name[CALL_ID]abc123xyz[ARGS]{...}`` or ``name{...}``."""
     name = _NAME.match(text, start)
     if name is None:
         return Verdict.INVALID
@@ -100,7 +118,7 @@ def _named_call(text: str, start: int, tools: Collection[str], reader: JsonReade
         return pos
     else:
         pos = name.end()
-    args = _after_tag(text, pos, ARGS)
+    args = pos if text.startswith("{", pos) else _after_tag(text, pos, ARGS)
     if isinstance(args, Verdict):
         return args
     read = reader.read_value(text, skip_ws(text, args))

@@ -21,11 +21,12 @@ from adapters.text.base import (
     tools_json,
 )
 from adapters.text.jsonscan import JsonReader, Verdict, dumps
+from adapters.text.whole import FENCE_OPENER, strip_end_tokens, whole_reply
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
 PYTHON_START = "<|python_start|>"
 PYTHON_END = "<|python_end|>"
-_END_TOKENS = ("<|eot_id|>", "<|eom_id|>", "<|eot|>")
+END_TOKENS = ("<|eot_id|>", "<|eom_id|>", "<|eot|>", "<|eom|>")
 
 
 class _NotJSON(Exception):
@@ -46,10 +47,30 @@ def parse_call_list(source: str, tools: Collection[str]) -> tuple[Call, ...] | N
     return tuple(c for c in calls if c is not None)
 
 
-def _call(node: ast.expr, tools: Collection[str]) -> Call | None:
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:
+def parse_builtin_call(source: str, tools: Collection[str]) -> tuple[Call, ...] | None:
+    """Llama 3.1's built-in tool syntax, ``brave_search.call(query="...")``, as a call."""
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    if node.func.id not in tools:
+    node = tree.body
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return None
+    owner = node.func.value
+    if node.func.attr != "call" or not isinstance(owner, ast.Name):
+        return None
+    call = _arguments(owner.id, node, tools)
+    return None if call is None else (call,)
+
+
+def _call(node: ast.expr, tools: Collection[str]) -> Call | None:
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        return None
+    return _arguments(node.func.id, node, tools)
+
+
+def _arguments(name: str, node: ast.Call, tools: Collection[str]) -> Call | None:
+    if node.args or name not in tools:
         return None
     arguments: dict[str, Any] = {}
     for keyword in node.keywords:
@@ -59,7 +80,7 @@ def _call(node: ast.expr, tools: Collection[str]) -> Call | None:
             arguments[keyword.arg] = _json(ast.literal_eval(keyword.value))
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, _NotJSON):
             return None
-    return Call(node.func.id, arguments)
+    return Call(name, arguments)
 
 
 def _json(value: Any) -> Any:
@@ -85,19 +106,13 @@ def render_call_list(calls: Sequence[ToolCall]) -> str:
     return f"[{', '.join(rendered)}]"
 
 
-def strip_end_tokens(text: str) -> str:
-    text = text.strip()
-    for token in _END_TOKENS:
-        text = text.removesuffix(token).rstrip()
-    return text
-
-
 @dataclass(frozen=True)
 class PythonicFormat:
     name: str = "pythonic"
     markers: tuple[str, ...] = (PYTHON_START,)
-    openers: tuple[str, ...] = ("[",)
+    openers: tuple[str, ...] = ("[", FENCE_OPENER)
     think_tags: tuple[str, str] = THINK_TAGS
+    end_tokens: tuple[str, ...] = END_TOKENS
     results_as_tool_role: bool = True
 
     def render_tools(self, tools: Sequence[ToolSpec], choice: ToolChoice | None) -> str:
@@ -134,10 +149,10 @@ class PythonicFormat:
         if end < 0 and not final:
             return Verdict.INCOMPLETE
         body = text[body_start:] if end < 0 else text[body_start:end]
-        calls = parse_call_list(strip_end_tokens(body), tools)
+        calls = parse_call_list(strip_end_tokens(body, END_TOKENS), tools)
         if calls is None:
             return Verdict.INVALID
         return Parsed(calls, len(text) if end < 0 else end + len(PYTHON_END))
 
     def parse_leading(self, text: str, tools: Collection[str]) -> tuple[Call, ...] | None:
-        return parse_call_list(strip_end_tokens(text), tools)
+        return whole_reply(text, END_TOKENS, lambda body: parse_call_list(body, tools))

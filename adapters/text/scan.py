@@ -32,11 +32,15 @@ class _Scanner:
     reader: JsonReader
     items: list[Item] = field(default_factory=list)
     thinking: bool = False  # inside a reasoning block
+    # The chat template may have opened reasoning: undecided until its closing tag or the end.
+    opened: bool = False
 
     def run(self, pos: int) -> int:
         """Scan from ``pos``; returns the index up to which the text is settled."""
         while pos < len(self.text):
-            if self.thinking:
+            if self.opened:
+                step = self._opened(pos)
+            elif self.thinking:
                 step = self._reasoning(pos)
             elif self.leading:
                 step = self._leading_step(pos)
@@ -49,8 +53,8 @@ class _Scanner:
 
     @property
     def _markers(self) -> tuple[str, ...]:
-        think = self.fmt.think_tags[0]
-        return (think, *self.fmt.markers) if self.tools else (think,)
+        always = (self.fmt.think_tags[0], *self.fmt.end_tokens)
+        return (*always, *self.fmt.markers) if self.tools else always
 
     def _leading_step(self, pos: int) -> int | None:
         """At the reply's start (only whitespace or reasoning so far): a whole-reply call?"""
@@ -59,9 +63,9 @@ class _Scanner:
             return pos
         text = self.text
         start = skip_ws(text, pos)
-        think = self.fmt.think_tags[0]
-        if text.startswith(think, start):
+        if text.startswith(self._markers, start):  # e.g. [TOOL_CALLS], though "[" opens too
             return self._marker_step(pos)
+        think = self.fmt.think_tags[0]
         if text.startswith(self.fmt.openers, start):
             if not self.final:
                 return None
@@ -90,7 +94,17 @@ class _Scanner:
             return index
         if marker == self.fmt.think_tags[0]:
             return self._think(index)
+        if marker in self.fmt.end_tokens:
+            return self._end_token(index, marker)
         return self._block(index, marker)
+
+    def _end_token(self, index: int, token: str) -> int | None:
+        """Dropped at the end of the reply (with the whitespace after it); text elsewhere."""
+        after = index + len(token)
+        if skip_ws(self.text, after) < len(self.text):
+            self._text(token)
+            return after
+        return len(self.text) if self.final else None
 
     def _block(self, index: int, marker: str) -> int | None:
         block = self.fmt.parse_block(
@@ -107,6 +121,19 @@ class _Scanner:
     def _think(self, index: int) -> int:
         self.thinking = True
         return index + len(self.fmt.think_tags[0])
+
+    def _opened(self, pos: int) -> int | None:
+        """Reasoning up to the closing tag, when the reply has one; else the reply never was."""
+        closer = self.fmt.think_tags[1]
+        close = self.text.find(closer, pos)
+        if close >= 0:
+            self._reason(self.text[pos:close])
+            self.opened = False
+            return close + len(closer)
+        if not self.final:
+            return None
+        self.opened = False
+        return pos
 
     def _reasoning(self, pos: int) -> int | None:
         """Reasoning streams as it comes, up to a possible partial closing tag."""
@@ -167,9 +194,15 @@ def _partial(text: str, pos: int, markers: tuple[str, ...]) -> int:
     return longest
 
 
-def parse_reply(fmt: ToolFormat, text: str, tools: Collection[str]) -> Reply:
-    """Content, calls and reasoning of a whole reply."""
-    scanner = _Scanner(fmt, text, True, frozenset(tools), True, JsonReader())
+def parse_reply(
+    fmt: ToolFormat, text: str, tools: Collection[str], *, reasoning_open: bool = False
+) -> Reply:
+    """Content, calls and reasoning of a whole reply.
+
+    ``reasoning_open``: the chat template ended the prompt with the opening reasoning tag (QwQ,
+    DeepSeek-R1), so a reply with the closing tag starts inside reasoning.
+    """
+    scanner = _Scanner(fmt, text, True, frozenset(tools), True, JsonReader(), opened=reasoning_open)
     scanner.run(0)
     return _reply(scanner.items)
 
@@ -191,18 +224,27 @@ def _reply(items: list[Item]) -> Reply:
 class StreamParser:
     """Feed text as it arrives; get back the items that are settled so far."""
 
-    def __init__(self, fmt: ToolFormat, tools: Collection[str]) -> None:
+    def __init__(
+        self, fmt: ToolFormat, tools: Collection[str], *, reasoning_open: bool = False
+    ) -> None:
         self._fmt = fmt
         self._tools = frozenset(tools)
         self._text = ""
         self._pos = 0
         self._leading = True
         self._thinking = False
+        self._opened = reasoning_open
         self._reader = JsonReader()  # the text only grows, so scans resume where they stopped
 
     def feed(self, chunk: str) -> list[Item]:
         self._text += chunk
         return self._scan(final=False)
+
+    def reasoning_separate(self) -> None:
+        """The server sends reasoning apart from the text (its reasoning parser is on): the
+        text does not start inside reasoning. Only the first event can tell."""
+        if not self._text:
+            self._opened = False
 
     def finish(self) -> list[Item]:
         return self._scan(final=True)
@@ -216,10 +258,12 @@ class StreamParser:
             self._leading,
             self._reader,
             thinking=self._thinking,
+            opened=self._opened,
         )
         self._pos = scanner.run(self._pos)
         self._leading = scanner.leading
         self._thinking = scanner.thinking
+        self._opened = scanner.opened
         return scanner.items
 
 

@@ -1,8 +1,10 @@
-"""Which text format a model uses: configured, or picked by model name (``auto``)."""
+"""Which text format a model uses: configured, or picked for ``auto`` from the chat template
+the server shows, else from the model names (the server's, then the configured ones)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from adapters.text.base import ToolFormat
 from adapters.text.deepseek import DeepSeekFormat
@@ -38,6 +40,25 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# What a chat template writes for tool calls, most specific first: Granite 4 and the Hermes
+# fine-tunes of Llama write <tool_call> too, so the family's own header tokens decide first.
+_TEMPLATE_MARKERS: tuple[tuple[str, str], ...] = (
+    ("tool\u2581calls\u2581begin", "deepseek"),
+    ("[TOOL_CALLS]", "mistral"),
+    ("<|start_of_role|>", "granite"),
+    ("<|tool_call|>", "granite"),
+    ("<|header_start|>", "pythonic"),  # Llama 4
+    ("<tool_call>", "hermes"),
+    ("<|python_tag|>", "llama3"),
+    ("<|start_header_id|>", "llama3"),
+)
+# The generation prompt ends inside reasoning: an assistant header directly followed by an
+# opening tag that is not closed at once (QwQ, Qwen3 thinking models, DeepSeek-R1).
+_OPENS_REASONING = re.compile(
+    r"(?:<\|im_start\|>assistant(?:\\n|\n)|<\uff5cAssistant\uff5c>)<think>(?!(?:\\n|\s)*</think>)"
+)
+
+
 def format_for_model(model: str) -> str:
     """The ``tool_format`` that ``auto`` means for this model name; ``generic`` when unknown."""
     lowered = model.lower()
@@ -45,6 +66,23 @@ def format_for_model(model: str) -> str:
         if pattern.search(lowered):
             return name
     return "generic"
+
+
+def format_for_template(template: str) -> str | None:
+    """The format a chat template writes calls in; None when it shows no tool calling."""
+    return next((name for marker, name in _TEMPLATE_MARKERS if marker in template), None)
+
+
+def opens_reasoning(template: str) -> bool:
+    return _OPENS_REASONING.search(template) is not None
+
+
+def choose(template: str | None, names: Sequence[str]) -> tuple[ToolFormat, bool]:
+    """``auto``: the format the served chat template writes calls in, else the first name that
+    is recognised; and whether the template opens reasoning."""
+    by_template = format_for_template(template) if template else None
+    fmt = FORMATS[by_template] if by_template else resolve("auto", *names)
+    return fmt, bool(template and opens_reasoning(template))
 
 
 def resolve(tool_format: str, *model_names: str) -> ToolFormat:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from chat_service.events import TurnEvent
+from chat_service.events import TurnStatus, TurnSummary, summarize
 from gateway.keys import Principal
 from gateway.services import Services
 from llm_service.errors import InvalidRequest, UpstreamError
@@ -23,7 +22,7 @@ from llm_service.types import ChatRequest, SystemMessage, UserMessage
 @dataclass(frozen=True, slots=True)
 class ServerToolsOutcome:
     conversation_id: str
-    status: str  # completed | awaiting_approval
+    status: TurnStatus  # completed | awaiting_approval
     content: str
 
 
@@ -44,55 +43,31 @@ async def run_server_tools(
         if not isinstance(message, SystemMessage):
             await services.conversations.append(conversation.id, message)
     turn = services.background.relay(services.turns.start(conversation.id, principal.roles, last))
-    status, content = await _final(turn)
-    if status == "awaiting_approval":
-        status, content = await _wait_for_completion(services, conversation.id, content)
-    if status == "awaiting_approval":
+    summary = await summarize(turn)
+    if summary.status is TurnStatus.AWAITING_APPROVAL:
+        summary = await _wait_for_decisions(services, conversation.id, summary)
+    if summary.status is TurnStatus.FAILED:
+        if summary.error is None:
+            raise UpstreamError("The tool loop ended without an answer.")
+        # The error that ended the turn, as it was: an upstream 429 stays a 429 with Retry-After.
+        raise summary.error.exception()
+    content = summary.answer
+    if summary.status is TurnStatus.AWAITING_APPROVAL:
         content = (
             "This request is waiting for a reviewer to approve a tool call. The turn continues "
             f"in conversation {conversation.id}: follow GET /v1/conversations/{conversation.id}"
             "/events, or read GET /v1/conversations/{id} once it completes."
         )
-    return ServerToolsOutcome(conversation.id, status, content)
+    return ServerToolsOutcome(conversation.id, summary.status, content)
 
 
-async def _final(events: AsyncIterator[TurnEvent]) -> tuple[str, str]:
-    """The turn's status and its last assistant text; a failed turn raises."""
-    content = ""
-    status = "failed"
-    error = "the tool loop failed"
-    async for event in events:
-        content, status, error = _apply(event, content, status, error)
-    if status == "failed":
-        raise UpstreamError(error)
-    return status, content
-
-
-def _apply(event: TurnEvent, content: str, status: str, error: str) -> tuple[str, str, str]:
-    if event.type == "message.completed" and event.data["message"]["role"] == "assistant":
-        content = event.data["message"]["content"] or ""
-    elif event.type == "error":
-        error = f"{event.data['code']}: {event.data['message']}"
-    elif event.type == "turn.finished":
-        status = event.data["status"]
-    return content, status, error
-
-
-async def _wait_for_completion(
-    services: Services, conversation_id: str, content: str
-) -> tuple[str, str]:
+async def _wait_for_decisions(
+    services: Services, conversation_id: str, paused: TurnSummary
+) -> TurnSummary:
+    """The turn's events from its start, until it ends or the wait for approvals runs out."""
     settings = services.settings.tool_loop
-    cursor = 0
-    status = "awaiting_approval"
-    error = "the tool loop failed"
+    followed = services.conversations.follow(conversation_id, 0, settings.follow_poll_seconds)
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(settings.server_tools_approval_wait_seconds):
-            while status == "awaiting_approval":
-                for event_id, event in await services.conversations.events(conversation_id, cursor):
-                    cursor = event_id
-                    content, status, error = _apply(event, content, status, error)
-                if status == "awaiting_approval":
-                    await asyncio.sleep(settings.follow_poll_seconds)
-    if status == "failed":
-        raise UpstreamError(error)
-    return status, content
+            return await summarize(event async for _, event in followed)
+    return paused

@@ -3,46 +3,74 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import orjson
 
 from gateway.errors import error_body, gateway_error_body
 from gateway.openai_api.convert import usage_json
+from gateway.sse import frame
 from llm_service.errors import GatewayError
-from llm_service.types import (
-    StreamDone,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-    Usage,
-)
+from llm_service.types import ChatResponse, TextDelta, ThinkingDelta, ToolCallDelta
 
 JSON = dict[str, Any]
-DONE = b"data: [DONE]\n\n"
-
-
-def sse(payload: JSON) -> bytes:
-    return b"data: " + orjson.dumps(payload) + b"\n\n"
+DONE = frame(b"[DONE]")
 
 
 class ChunkWriter:
-    def __init__(self, completion_id: str, model: str) -> None:
+    """One completion's chunks (a ``gateway.chat_route.StreamEncoder``), ending in ``[DONE]``."""
+
+    def __init__(self, completion_id: str, model: str, include_usage: bool) -> None:
         self._base: JSON = {
             "id": completion_id,
             "object": "chat.completion.chunk",
             "created": int(time.time()),
             "model": model,
         }
+        self._include_usage = include_usage
+        # Per streamed call index: whether any argument text was sent for it.
+        self._has_arguments: dict[int, bool] = {}
 
     def chunk(self, delta: JSON, finish_reason: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
-        return sse({**self._base, "choices": [choice]})
+        return frame(orjson.dumps({**self._base, "choices": [choice]}))
 
-    def usage(self, usage: Usage) -> bytes:
-        return sse({**self._base, "choices": [], "usage": usage_json(usage)})
+    def start(self) -> bytes:
+        return self.chunk({"role": "assistant", "content": ""})
+
+    def delta(self, event: TextDelta | ThinkingDelta | ToolCallDelta) -> bytes:
+        if isinstance(event, ToolCallDelta):
+            sent = self._has_arguments.get(event.index, False)
+            self._has_arguments[event.index] = sent or bool(event.arguments)
+        # ``chunk`` inlined: this runs for every chunk of every stream.
+        choice = {"index": 0, "delta": _delta(event), "finish_reason": None, "logprobs": None}
+        return frame(orjson.dumps({**self._base, "choices": [choice]}))
+
+    def done(self, response: ChatResponse) -> bytes:
+        end = b"".join(self._empty_arguments()) + self.chunk({}, response.finish_reason)
+        if self._include_usage:
+            usage = {**self._base, "choices": [], "usage": usage_json(response.usage)}
+            end += frame(orjson.dumps(usage))
+        return end + DONE
+
+    def _empty_arguments(self) -> list[bytes]:
+        """``{}`` for every call that got no argument text, as a whole reply gives.
+
+        Providers stream a call without arguments as nothing (Anthropic: one empty
+        ``input_json_delta``); callers join the pieces and parse them, and ``""`` is not JSON.
+        """
+        return [
+            self.chunk({"tool_calls": [{"index": index, "function": {"arguments": "{}"}}]})
+            for index, sent in self._has_arguments.items()
+            if not sent
+        ]
+
+    def error(self, exc: GatewayError) -> bytes:
+        return frame(orjson.dumps(gateway_error_body(exc)))
+
+    def cut(self) -> bytes:
+        body = error_body("The upstream stream ended unexpectedly.", "upstream_error")
+        return frame(orjson.dumps(body))
 
 
 def _delta(event: TextDelta | ThinkingDelta | ToolCallDelta) -> JSON:
@@ -57,36 +85,3 @@ def _delta(event: TextDelta | ThinkingDelta | ToolCallDelta) -> JSON:
     if event.name is not None:
         call["function"]["name"] = event.name
     return {"tool_calls": [call]}
-
-
-async def openai_sse(
-    first: StreamEvent,
-    rest: AsyncGenerator[StreamEvent, None],
-    *,
-    writer: ChunkWriter,
-    include_usage: bool,
-    on_done: Callable[[StreamDone], None],
-    on_error: Callable[[GatewayError], None],
-) -> AsyncIterator[bytes]:
-    """The SSE body. Errors after the first byte end the stream with an error event."""
-    yield writer.chunk({"role": "assistant", "content": ""})
-    event: StreamEvent | None = first
-    try:
-        while event is not None:
-            if isinstance(event, StreamDone):
-                on_done(event)
-                yield writer.chunk({}, event.response.finish_reason)
-                if include_usage:
-                    yield writer.usage(event.response.usage)
-                yield DONE
-                return
-            yield writer.chunk(_delta(event))
-            event = await anext(rest, None)
-    except GatewayError as exc:
-        on_error(exc)
-        yield sse(gateway_error_body(exc))
-        return
-    finally:
-        await rest.aclose()
-    # The upstream ended without its final event: say so rather than close silently.
-    yield sse(error_body("The upstream stream ended unexpectedly.", "upstream_error"))

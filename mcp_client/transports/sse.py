@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from mcp.client.sse import sse_client
 
-from mcp_client.config import MCPServerConfig
-from mcp_client.session_backend import StreamsOpener
-from mcp_client.transports.headers import resolve_headers
+from mcp_client.session_link import StreamsOpener
+from mcp_client.transports.access import HTTPAccess
 
 
-def opener(config: MCPServerConfig, environ: Mapping[str, str]) -> StreamsOpener:
-    assert config.url is not None  # the config validator requires it
-    url = config.url
-    return lambda: sse_client(url, headers=resolve_headers(config, environ))
+def opener(access: HTTPAccess) -> StreamsOpener:
+    url = access.config.url
+    assert url is not None  # the config validator requires it
+    # A refused GET raises httpx2.HTTPStatusError, which failures.py reads by status.
+    return lambda _watch: sse_client(url, headers=access.headers(), auth=access.auth())

@@ -8,7 +8,7 @@ from pathlib import Path
 from mcp import StdioServerParameters, stdio_client
 
 from mcp_client.config import MCPServerConfig
-from mcp_client.session_backend import StreamsOpener
+from mcp_client.session_link import StreamsOpener
 
 
 def resolve_command(command: str) -> str:
@@ -31,4 +31,4 @@ def opener(config: MCPServerConfig) -> StreamsOpener:
         env=config.env or None,
         cwd=config.cwd,
     )
-    return lambda: stdio_client(parameters)
+    return lambda _watch: stdio_client(parameters)

@@ -12,7 +12,7 @@ from alembic import op
 
 
 revision: str = '0010'
-down_revision: str | None = '0007'
+down_revision: str | None = '0008'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -7,10 +7,9 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from llm_service.adapter import ChatAdapter
+from gateway.providers import ADAPTER_FACTORIES
 from llm_service.config import ModelConfig
-from llm_service.providers import ADAPTER_FACTORIES
-from llm_service.types import ChatRequest, ChatResponse, StreamDone, StreamEvent
+from llm_service.types import ChatAdapter, ChatRequest, ChatResponse, StreamDone, StreamEvent
 from tests.support.fake_anthropic import FakeAnthropic, Fault
 from tests.support.fake_ollama import FakeOllama
 from tests.support.fake_openai import FakeOpenAI, FakeReply

@@ -75,3 +75,15 @@ async def test_callers_max_tokens_wins(anthropic: Target) -> None:
     await run(anthropic.adapter(), request, "whole")
 
     assert anthropic.sent["max_tokens"] == 50
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_sampling_reaches_anthropic(anthropic: Target, mode: str) -> None:
+    """The SDK has no arguments for them any more; the API still takes them."""
+    anthropic.queue(FakeReply(text="ok"))
+    request = ChatRequest((UserMessage("Hi"),), params=SamplingParams(temperature=0.3, top_p=0.9))
+
+    response, _ = await run(anthropic.adapter(), request, mode)
+
+    assert response.message.content == "ok"
+    assert (anthropic.sent["temperature"], anthropic.sent["top_p"]) == (0.3, 0.9)

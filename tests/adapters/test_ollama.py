@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
+from gateway.providers import ADAPTER_FACTORIES
 from llm_service.config import ModelConfig
-from llm_service.providers import ADAPTER_FACTORIES
 from llm_service.types import ChatRequest, UserMessage
 from tests.adapters.conformance import MODES, Target, run
 from tests.support.fake_openai import FakeReply, FakeToolCall

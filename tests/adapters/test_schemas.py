@@ -114,3 +114,35 @@ def test_ollama_inlines_references_and_describes_what_it_would_drop() -> None:
     }
     # A recursive reference stops at the second level instead of looping.
     assert converted["properties"]["node"]["properties"]["next"]["type"] == "object"
+
+
+def test_openai_strips_default_under_conditionals_dependencies_and_name_schemas() -> None:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"kind": {"type": "string"}, "items": {"type": "array"}},
+        "if": {"properties": {"kind": {"const": "a", "default": "a"}}},
+        "then": {"properties": {"size": {"type": "integer", "default": 1}}},
+        "else": {"properties": {"size": {"type": "string", "default": "s"}}},
+        "dependentSchemas": {"kind": {"properties": {"why": {"default": "x"}}}},
+        "dependencies": {
+            "size": {"properties": {"unit": {"default": "cm"}}},
+            "kind": ["size"],
+        },
+        "propertyNames": {"pattern": "^[a-z]+$", "default": "name"},
+        "unevaluatedProperties": {"type": "string", "default": ""},
+        "$defs": {
+            "tuple": {
+                "items": [{"type": "integer"}],
+                "additionalItems": {"type": "string", "default": "more"},
+            }
+        },
+    }
+    original = copy.deepcopy(schema)
+
+    converted = openai_parameters(schema)
+
+    assert schema == original
+    assert not _has_key(converted, "default")
+    assert converted["dependencies"]["kind"] == ["size"]
+    assert converted["if"]["properties"]["kind"]["const"] == "a"
+    assert converted["propertyNames"]["pattern"] == "^[a-z]+$"

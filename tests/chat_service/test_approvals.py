@@ -9,17 +9,17 @@ from tests.support.tool_loop import loop_stack_on
 def test_an_expired_approval_is_rejected_and_the_turn_completes(database_url: str) -> None:
     with loop_stack_on(database_url, approval_expiry_seconds=0.3) as stack:
         conversation_id, turn = start(stack, "loop")
-        call_id = pending_call(turn)["id"]
+        record_id = pending_call(turn)["record_id"]
 
         events = follow(stack, conversation_id)  # the sweeper expires it and resumes the turn
 
         assert events[-1] == ("turn.finished", {"status": "completed"})
         final = conversation(stack, conversation_id)
-        [call] = [c for c in final["tool_calls"] if c["id"] == call_id]
+        [call] = [c for c in final["tool_calls"] if c["record_id"] == record_id]
         assert call["state"] == "expired"
         assert "expired" in final["messages"][-1]["content"]
         assert ("transfer_money", {"amount": 5}) not in stack.catalog.calls
-        late = decide(stack, call_id, "approve")
+        late = decide(stack, record_id, "approve")
         assert late.status_code == 409
 
 

@@ -48,10 +48,14 @@ def pending_call(turn: dict[str, Any]) -> dict[str, Any]:
 
 
 def decide(
-    stack: LoopStack, call_id: str, verdict: str, reason: str | None = None, key: str | None = None
+    stack: LoopStack,
+    record_id: str,
+    verdict: str,
+    reason: str | None = None,
+    key: str | None = None,
 ) -> httpx.Response:
     with stack.client(key or stack.admin_key) as client:
-        return client.post(f"/v1/admin/approvals/{call_id}/{verdict}", json={"reason": reason})
+        return client.post(f"/v1/admin/approvals/{record_id}/{verdict}", json={"reason": reason})
 
 
 def conversation(stack: LoopStack, conversation_id: str) -> dict[str, Any]:
@@ -70,7 +74,7 @@ def test_multi_round_turn_pauses_for_approval_then_completes(loop_stack: LoopSta
         queue = admin.get("/v1/admin/approvals", params={"status": "pending"}).json()["data"]
     assert [c["tool"] for c in queue] == ["transfer_money"]
 
-    assert decide(loop_stack, pending_call(turn)["id"], "approve").status_code == 200
+    assert decide(loop_stack, pending_call(turn)["record_id"], "approve").status_code == 200
     events = follow(loop_stack, conversation_id)
 
     assert events[-1] == ("turn.finished", {"status": "completed"})
@@ -84,7 +88,10 @@ def test_multi_round_turn_pauses_for_approval_then_completes(loop_stack: LoopSta
 def test_rejection_becomes_an_error_result_for_the_model(loop_stack: LoopStack) -> None:
     conversation_id, turn = start(loop_stack, "loop")
 
-    assert decide(loop_stack, pending_call(turn)["id"], "reject", "too risky").status_code == 200
+    assert (
+        decide(loop_stack, pending_call(turn)["record_id"], "reject", "too risky").status_code
+        == 200
+    )
     follow(loop_stack, conversation_id)
 
     final = conversation(loop_stack, conversation_id)
@@ -139,7 +146,7 @@ def test_a_second_message_during_a_paused_turn_is_409(loop_stack: LoopStack) -> 
 
 def test_fifty_concurrent_approvals_execute_once(loop_stack: LoopStack) -> None:
     conversation_id, turn = start(loop_stack, "loop")
-    call_id = pending_call(turn)["id"]
+    record_id = pending_call(turn)["record_id"]
 
     async def storm() -> list[int]:
         headers = {"authorization": f"Bearer {loop_stack.admin_key}"}
@@ -147,7 +154,7 @@ def test_fifty_concurrent_approvals_execute_once(loop_stack: LoopStack) -> None:
             base_url=loop_stack.gateway.url, headers=headers, timeout=60
         ) as client:
             responses = await asyncio.gather(
-                *(client.post(f"/v1/admin/approvals/{call_id}/approve") for _ in range(50))
+                *(client.post(f"/v1/admin/approvals/{record_id}/approve") for _ in range(50))
             )
         return [r.status_code for r in responses]
 
@@ -161,17 +168,17 @@ def test_fifty_concurrent_approvals_execute_once(loop_stack: LoopStack) -> None:
 
 def test_approve_racing_reject_has_one_winner(loop_stack: LoopStack) -> None:
     conversation_id, turn = start(loop_stack, "loop")
-    call_id = pending_call(turn)["id"]
+    record_id = pending_call(turn)["record_id"]
 
     async def race() -> list[int]:
         async with httpx.AsyncClient(base_url=loop_stack.gateway.url, timeout=60) as client:
             responses = await asyncio.gather(
                 client.post(
-                    f"/v1/admin/approvals/{call_id}/approve",
+                    f"/v1/admin/approvals/{record_id}/approve",
                     headers={"authorization": f"Bearer {loop_stack.admin_key}"},
                 ),
                 client.post(
-                    f"/v1/admin/approvals/{call_id}/reject",
+                    f"/v1/admin/approvals/{record_id}/reject",
                     headers={"authorization": f"Bearer {loop_stack.other_admin_key}"},
                     json={"reason": "no"},
                 ),
@@ -196,7 +203,7 @@ def test_requester_cannot_approve_its_own_call(loop_stack: LoopStack) -> None:
         turn = client.post(
             f"/v1/conversations/{conversation_id}/messages", json={"content": "go"}
         ).json()
-    response = decide(loop_stack, pending_call(turn)["id"], "approve", key=requester)
+    response = decide(loop_stack, pending_call(turn)["record_id"], "approve", key=requester)
     assert response.status_code == 403
     assert response.json()["error"]["code"] == "self_approval_forbidden"
 
@@ -205,15 +212,18 @@ def test_changed_tool_definition_cannot_be_approved(loop_stack: LoopStack) -> No
     _, turn = start(loop_stack, "loop")
     loop_stack.catalog.change_definition("transfer_money", "now sends money abroad")
 
-    response = decide(loop_stack, pending_call(turn)["id"], "approve")
+    response = decide(loop_stack, pending_call(turn)["record_id"], "approve")
 
     assert response.status_code == 409
-    assert "definition changed" in response.json()["error"]["message"]
+    assert "changed since the call was proposed" in response.json()["error"]["message"]
+    assert response.json()["error"]["code"] == "approval_refused"
 
 
 def test_non_admin_cannot_decide(loop_stack: LoopStack) -> None:
     _, turn = start(loop_stack, "loop")
-    response = decide(loop_stack, pending_call(turn)["id"], "approve", key=loop_stack.user_key)
+    response = decide(
+        loop_stack, pending_call(turn)["record_id"], "approve", key=loop_stack.user_key
+    )
     assert response.status_code == 403
     with loop_stack.client(loop_stack.user_key) as client:
         assert client.get("/v1/admin/approvals").status_code == 403

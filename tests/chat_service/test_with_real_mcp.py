@@ -16,8 +16,8 @@ import yaml
 from sqlalchemy import select
 
 from db.engine import create_engine
-from db.migrate import upgrade
 from db.models import AuditEvent, UsageRecord
+from migrations.commands import upgrade
 from tests.support.databases import postgres_database
 from tests.support.gateway import create_key, running_gateway
 from tests.support.processes import REPO, gateway_process, kill_hard
@@ -70,7 +70,7 @@ def _assert_paused(turn: dict[str, Any]) -> str:
     assert turn["status"] == "awaiting_approval", turn
     states = {c["tool"]: c["state"] for c in turn["tool_calls"]}
     assert states == {"get_current_time": "succeeded", "convert_time": "awaiting_approval"}
-    return next(c["id"] for c in turn["tool_calls"] if c["tool"] == "convert_time")
+    return next(c["record_id"] for c in turn["tool_calls"] if c["tool"] == "convert_time")
 
 
 def test_demo_flow_in_process(database_url: str) -> None:
@@ -78,9 +78,9 @@ def test_demo_flow_in_process(database_url: str) -> None:
         user = gateway.create_key("newcomer", ["user"])
         admin = gateway.create_key("reviewer", ["admin"])
         conversation_id, turn = _start_turn(gateway.url, user)
-        call_id = _assert_paused(turn)
+        record_id = _assert_paused(turn)
 
-        _call(gateway.url, admin, "POST", f"/v1/admin/approvals/{call_id}/approve")
+        _call(gateway.url, admin, "POST", f"/v1/admin/approvals/{record_id}/approve")
         assert _follow(gateway.url, user, conversation_id)[-1] == "completed"
 
         _assert_demo_completed(gateway.url, user, conversation_id)
@@ -109,20 +109,20 @@ def test_a_pending_approval_survives_a_killed_process(tmp_path: Path, sqlite_url
 
     with gateway_process(config) as first:
         conversation_id, turn = _start_turn(first.url, user)
-        call_id = _assert_paused(turn)
+        record_id = _assert_paused(turn)
         kill_hard(first)
 
     with gateway_process(config) as second:
         # Nothing ran at start without an approval.
         pending = _call(second.url, admin, "GET", "/v1/admin/approvals?status=pending")["data"]
-        assert [c["id"] for c in pending] == [call_id]
-        _call(second.url, admin, "POST", f"/v1/admin/approvals/{call_id}/approve")
+        assert [c["record_id"] for c in pending] == [record_id]
+        _call(second.url, admin, "POST", f"/v1/admin/approvals/{record_id}/approve")
         assert _follow(second.url, user, conversation_id)[-1] == "completed"
         _assert_demo_completed(second.url, user, conversation_id)
-    assert _executions(sqlite_url, call_id) == 1
+    assert _executions(sqlite_url, record_id) == 1
 
 
-def _executions(database_url: str, call_id: str) -> int:
+def _executions(database_url: str, record_id: str) -> int:
     """How many times the call entered `executing`, from its audit trail."""
 
     async def count() -> int:
@@ -131,7 +131,7 @@ def _executions(database_url: str, call_id: str) -> int:
             async with engine.connect() as connection:
                 rows = await connection.execute(
                     select(AuditEvent.id).where(
-                        AuditEvent.tool_call_id == call_id,
+                        AuditEvent.tool_call_id == record_id,
                         AuditEvent.action == "tool_call.executing",
                     )
                 )
@@ -153,12 +153,12 @@ def test_two_processes_share_keys_approvals_and_turns(tmp_path: Path) -> None:
         two = stack.enter_context(gateway_process(config))
 
         conversation_id, turn = _start_turn(one.url, user)
-        call_id = _assert_paused(turn)
-        _call(two.url, admin, "POST", f"/v1/admin/approvals/{call_id}/approve")
+        record_id = _assert_paused(turn)
+        _call(two.url, admin, "POST", f"/v1/admin/approvals/{record_id}/approve")
 
         assert _follow(one.url, user, conversation_id)[-1] == "completed"
         _assert_demo_completed(two.url, user, conversation_id)
-        assert _executions(database_url, call_id) == 1
+        assert _executions(database_url, record_id) == 1
         one.process.terminate()  # a clean stop flushes usage
         two.process.terminate()
         one.process.wait(30)

@@ -103,7 +103,7 @@ def test_tool_calls_approvals_and_tool_servers_are_measured(loop_stack: LoopStac
     before = httpx.get(f"{loop_stack.gateway.url}/metrics").text
     assert "llm_gateway_approvals_pending 1.0" in before
 
-    assert decide(loop_stack, pending_call(turn)["id"], "approve").status_code == 200
+    assert decide(loop_stack, pending_call(turn)["record_id"], "approve").status_code == 200
     follow(loop_stack, conversation_id)
     after = httpx.get(f"{loop_stack.gateway.url}/metrics").text
 

@@ -10,9 +10,9 @@ from sqlalchemy import func, insert, select
 
 from db.base import utcnow
 from db.engine import create_engine, session_factory
-from db.migrate import upgrade
 from db.models import AuditEvent, UsageHourly, UsageRecord
 from gateway.retention import RetentionJob, RetentionJobSettings, RetentionResult
+from migrations.commands import upgrade
 
 
 async def _scenario(database_url: str) -> tuple[object, ...]:

@@ -26,8 +26,8 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 from db.engine import create_engine, session_factory
-from db.migrate import upgrade
 from db.models import UsageRecord
+from migrations.commands import upgrade
 from tests.support.gateway import create_key
 from tests.support.processes import gateway_process
 from tests.support.servers import serve

@@ -49,7 +49,7 @@ def test_spans_for_requests_model_calls_and_tool_calls(
     fake, endpoint = collector
     with loop_stack_on(sqlite_url, settings={"tracing": {"otlp_endpoint": endpoint}}) as stack:
         conversation_id, turn = start(stack, "loop")
-        assert decide(stack, pending_call(turn)["id"], "approve").status_code == 200
+        assert decide(stack, pending_call(turn)["record_id"], "approve").status_code == 200
         follow(stack, conversation_id)
     # Stopping the gateway flushes its spans.
     assert fake.received.wait(10)

@@ -14,8 +14,8 @@ import httpx
 from sqlalchemy import delete, insert, select
 
 from db.engine import create_engine, session_factory
-from db.migrate import upgrade
 from db.models import UsageHourly, UsageRecord
+from migrations.commands import upgrade
 from tests.support.gateway import RunningGateway, running_gateway
 
 MODELS = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
@@ -11,10 +12,10 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.engine import create_engine, session_factory
-from db.migrate import upgrade_async
 from governance import PinningSettings, ToolGovernance, ToolPolicySettings
 from mcp_client import BundleConfig, CatalogSettings, LocalTool, MCPToolCatalog, ToolOverride
 from mcp_client.supervisor import ServerPolicy
+from migrations.commands import upgrade
 
 TRANSFER_SCHEMA = {
     "type": "object",
@@ -76,7 +77,7 @@ def governed(sqlite_url: str) -> GovernedFactory:
 
     @asynccontextmanager
     async def build(**pinning: Any) -> AsyncIterator[Governed]:
-        await upgrade_async(sqlite_url)
+        await asyncio.to_thread(upgrade, sqlite_url)
         engine = create_engine(sqlite_url)
         sessions = session_factory(engine)
         settings = CatalogSettings(bundles=BUNDLES)

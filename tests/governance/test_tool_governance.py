@@ -3,11 +3,12 @@ change, and the runtime servers it takes."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from sqlalchemy import select
 
 from db.engine import create_engine, session_factory
-from db.migrate import upgrade_async
 from db.models import AuditEvent
 from governance import (
     PinningSettings,
@@ -19,6 +20,7 @@ from governance import (
 from llm_service.errors import InvalidRequest
 from llm_service.types import ToolCall
 from mcp_client import CatalogSettings, MCPServerConfig, StandardizedTool
+from migrations.commands import upgrade
 from tests.governance.conftest import GovernedFactory
 
 
@@ -110,7 +112,7 @@ async def test_a_catalog_given_by_an_embedding_program_takes_no_runtime_servers(
 
 
 async def test_a_runtime_server_off_the_allow_list_is_refused(sqlite_url: str) -> None:
-    await upgrade_async(sqlite_url)
+    await asyncio.to_thread(upgrade, sqlite_url)
     engine = create_engine(sqlite_url)
     tools = ToolGovernance.build(
         session_factory(engine),

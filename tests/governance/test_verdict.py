@@ -49,7 +49,7 @@ async def test_each_denial_has_its_kind_and_reason(governed: GovernedFactory) ->
             (
                 call("transfer_money", {"amount": "lots"}),
                 Denial.INVALID_ARGUMENTS,
-                "Invalid arguments for `transfer_money` at amount: 'lots' is not of type 'integer'",
+                "Invalid arguments for `transfer_money`: amount: 'lots' is not of type 'integer'",
             ),
         ]
         for denied, denial, reason in cases:

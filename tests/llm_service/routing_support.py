@@ -8,8 +8,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.providers import ADAPTER_FACTORIES
 from llm_service.config import ModelConfig
-from llm_service.providers import ADAPTER_FACTORIES
 from llm_service.registry import ModelRegistry
 from llm_service.retry import Timing
 from llm_service.router import Router

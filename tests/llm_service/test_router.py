@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import AsyncGenerator
+
 import pytest
 
+from llm_service.config import ModelConfig
 from llm_service.errors import (
+    InternalError,
     UpstreamAuthError,
     UpstreamBadRequest,
     UpstreamOverloaded,
@@ -14,9 +19,20 @@ from llm_service.errors import (
     UpstreamServerError,
     UpstreamTimeout,
 )
-from llm_service.types import StreamDone, TextDelta
+from llm_service.registry import ModelRegistry
+from llm_service.router import Router
+from llm_service.types import (
+    ChatRequest,
+    ChatResponse,
+    SamplingParams,
+    StreamDone,
+    StreamEvent,
+    TextDelta,
+)
 from tests.llm_service.routing_support import HELLO, FakeTime, openai_model, router_for
+from tests.support.fake_ollama import FakeOllama
 from tests.support.fake_openai import FakeOpenAI, FakeReply
+from tests.support.servers import serve
 
 Fake = tuple[FakeOpenAI, str]
 FAST = {"read": 0.5, "first_byte": 0.5, "between_chunks": 0.5}
@@ -204,3 +220,72 @@ async def test_a_stream_closed_unread_settles_its_deployment(fake_openai: Fake) 
 
     assert upstream.in_flight == 0
     assert upstream.breaker.allows()
+
+
+async def test_a_request_we_cannot_encode_is_our_error_not_the_providers() -> None:
+    """NaN is not JSON: the request fails in our own process before anything is sent. Ollama's
+    adapter maps only its client's and the wire's failures, so this reaches the caller as an
+    internal error, and the deployment's circuit (opened here by a single failure) stays shut."""
+    fake = FakeOllama()
+    unsendable = ChatRequest(HELLO.messages, params=SamplingParams(temperature=math.nan))
+    with serve(fake.app()) as url:
+        model = {
+            "name": "local",
+            "provider": "ollama",
+            "model": "llama3.2",
+            "base_url": url,
+            "circuit_breaker": {"failure_threshold": 1},
+        }
+        async with router_for(FakeTime(), model) as router:
+            with pytest.raises(InternalError):
+                await router.complete("local", unsendable)
+            with pytest.raises(InternalError):
+                await router.stream("local", unsendable)
+            breaker = router.balancer.upstreams("local")[0].breaker
+            assert (breaker.failures, breaker.state) == (0, "closed")
+            response, _ = await router.complete("local", HELLO)
+
+    assert response.message.content
+    assert len(fake.requests) == 1  # only the sendable request reached Ollama
+
+
+class _BrokenAdapter:
+    """An adapter with a bug of ours: it fails with an exception no provider error maps to."""
+
+    provider = "mock"
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        raise KeyError("choices")
+
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+        yield TextDelta("Hel")
+        raise KeyError("choices")
+
+    async def probe(self) -> str | None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_a_bug_mid_stream_ends_it_with_an_internal_error_not_held_against_anyone() -> None:
+    config = ModelConfig(name="m", provider="mock", circuit_breaker={"failure_threshold": 1})  # type: ignore[arg-type]
+    registry = ModelRegistry.build([config], {"mock": lambda c, key: _BrokenAdapter()}, {})
+    router = Router(registry, FakeTime().timing())
+
+    with pytest.raises(InternalError):
+        await router.complete("m", HELLO)
+    routed = await router.stream("m", HELLO)
+    assert routed.first == TextDelta("Hel")
+    with pytest.raises(InternalError) as caught:
+        async for _ in routed.rest:
+            pass
+
+    upstream = router.balancer.upstreams("m")[0]
+    assert (upstream.breaker.failures, upstream.breaker.state, upstream.in_flight) == (
+        0,
+        "closed",
+        0,
+    )
+    assert (caught.value.status_code, caught.value.error_type) == (500, "api_error")
+    assert "KeyError" in caught.value.message

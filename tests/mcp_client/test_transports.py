@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 
 from mcp_client import CatalogSettings, MCPServerConfig, MCPToolCatalog
-from tests.support.mcp_servers import Gate, demo_server
+from tests.support.mcp_servers import Gate, RequireToken, demo_server
 from tests.support.servers import serve
+
+UNAUTHORIZED = "authentication required / token rejected (HTTP 401)"
 
 
 async def test_streamable_http_discovery_and_cancellation() -> None:
@@ -112,3 +114,55 @@ async def test_pypi_mcp_server_time_over_stdio() -> None:
         assert bad.is_error
     finally:
         await catalog.aclose()
+
+
+async def test_a_rejected_token_reads_as_such_not_as_a_protocol_error() -> None:
+    demo = demo_server("guarded")
+    guard = RequireToken(demo.server.streamable_http_app(), token="right")
+    with serve(guard) as url:
+        config = MCPServerConfig(
+            name="guarded",
+            transport="streamable_http",
+            url=f"{url}/mcp",
+            headers_env={"Authorization": "GUARD_TOKEN"},
+            roles=["user"],
+        )
+        settings = CatalogSettings(ping_interval=300)
+        wrong = MCPToolCatalog.from_config([config], settings, {"GUARD_TOKEN": "Bearer wrong"})
+        await wrong.start()
+        try:
+            status = wrong.status()["guarded"]
+            assert (status.state, status.reason) == ("degraded", UNAUTHORIZED)
+        finally:
+            await wrong.aclose()
+
+        catalog = MCPToolCatalog.from_config([config], settings, {"GUARD_TOKEN": "Bearer right"})
+        await catalog.start()
+        try:
+            assert (await catalog.call_tool("echo", {"text": "in"})).content == "guarded:in"
+            guard.token = "rotated"  # the server no longer accepts what it did a moment ago
+            refused = await catalog.call_tool("echo", {"text": "again"})
+            assert refused.is_error
+            assert refused.content == f"the tool server refused the call: {UNAUTHORIZED}"
+        finally:
+            await catalog.aclose()
+
+
+async def test_a_rejected_token_over_sse_reads_as_such() -> None:
+    demo = demo_server("guarded-sse")
+    with serve(RequireToken(demo.server.sse_app(), token="right")) as url:
+        config = MCPServerConfig(
+            name="old",
+            transport="sse",
+            url=f"{url}/sse",
+            headers_env={"Authorization": "GUARD_TOKEN"},
+        )
+        catalog = MCPToolCatalog.from_config(
+            [config], CatalogSettings(), {"GUARD_TOKEN": "Bearer wrong"}
+        )
+        await catalog.start()
+        try:
+            status = catalog.status()["old"]
+            assert (status.state, status.reason) == ("degraded", UNAUTHORIZED)
+        finally:
+            await catalog.aclose()

@@ -9,6 +9,11 @@ Like the real API it refuses what the real API refuses (400 ``invalid_request_er
 ``max_tokens``, roles other than user/assistant, tool ids or names outside the allowed
 characters, a tool_result that does not answer the previous assistant turn or comes after text,
 a tool schema whose root is not an object or is a union, ``tool_choice`` without tools.
+
+Thinking: a fake given ``thinking`` blocks answers with them first (signed, or redacted) and then
+holds a request to what the real API demands of a model with extended thinking on: the
+assistant turn a tool loop continues must start with its thinking block, and a thinking block
+sent back must be one the model gave, signature and text unchanged (redacted ones, unchanged).
 """
 
 from __future__ import annotations
@@ -41,8 +46,11 @@ class Fault:
 
 @dataclass
 class FakeThinking:
+    """A thinking block; ``redacted``: a ``redacted_thinking`` block whose data is ``text``."""
+
     text: str
     signature: str = "sig-fake"
+    redacted: bool = False
 
 
 @dataclass
@@ -50,8 +58,10 @@ class FakeAnthropic:
     replies: deque[FakeReply | Fault] = field(default_factory=deque)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
-    # Thinking blocks put before the content of the next answers.
+    # Thinking blocks put before the content of the next answers (extended thinking is on).
     thinking: list[FakeThinking] = field(default_factory=list)
+    # Every thinking block answered so far: only these may come back.
+    issued: list[dict[str, Any]] = field(default_factory=list)
 
     def queue(self, *replies: FakeReply | Fault) -> None:
         self.replies.extend(replies)
@@ -63,7 +73,7 @@ class FakeAnthropic:
         body = await request.json()
         self.requests.append(body)
         self.headers.append(dict(request.headers))
-        problem = _invalid(body)
+        problem = _invalid(body) or (self.thinking and _invalid_thinking(body, self.issued))
         if problem:
             return _error(400, "invalid_request_error", problem)
         reply = self.replies.popleft() if self.replies else _echo(body)
@@ -74,7 +84,9 @@ class FakeAnthropic:
             return _error(reply.status, error["type"], error["message"], reply.headers, error)
         message = _message(body, reply if isinstance(reply, FakeReply) else FakeReply("partial"))
         if isinstance(reply, FakeReply):
-            message["content"][:0] = [_thinking_block(t) for t in self.thinking]
+            blocks = [_thinking_block(t) for t in self.thinking]
+            self.issued.extend(blocks)
+            message["content"][:0] = blocks
         if body.get("stream"):
             fault = reply.kind if isinstance(reply, Fault) else None
             return StreamingResponse(_events(message, fault), media_type="text/event-stream")
@@ -149,7 +161,36 @@ def _echo(body: dict[str, Any]) -> FakeReply:
 
 
 def _thinking_block(thinking: FakeThinking) -> dict[str, Any]:
+    if thinking.redacted:
+        return {"type": "redacted_thinking", "data": thinking.text}
     return {"type": "thinking", "thinking": thinking.text, "signature": thinking.signature}
+
+
+_THINKING_FIRST = (
+    "messages.{number}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+    "`{found}`. When `thinking` is enabled, a final `assistant` message must start with a "
+    "thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We "
+    "recommend you include thinking blocks from previous turns. To avoid this requirement, "
+    "disable `thinking`. Please consult our documentation at "
+    "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+)
+
+
+def _invalid_thinking(body: dict[str, Any], issued: list[dict[str, Any]]) -> str | None:
+    messages = body["messages"]
+    for number, message in enumerate(messages):
+        blocks = message["content"] if isinstance(message["content"], list) else []
+        for index, block in enumerate(blocks):
+            thinking = block.get("type") in ("thinking", "redacted_thinking")
+            if thinking and block not in issued:
+                return f"messages.{number}.content.{index}: Invalid `signature` in `thinking` block"
+    # A tool loop continues the last assistant turn: it must open with its thinking.
+    if len(messages) >= 2 and messages[-2]["role"] == "assistant":
+        blocks = messages[-2]["content"]
+        types = [b.get("type") for b in blocks] if isinstance(blocks, list) else ["text"]
+        if "tool_use" in types and types[0] not in ("thinking", "redacted_thinking"):
+            return _THINKING_FIRST.format(number=len(messages) - 2, found=types[0])
+    return None
 
 
 def _message(body: dict[str, Any], reply: FakeReply) -> dict[str, Any]:
@@ -186,10 +227,14 @@ def _sse(event: str, data: dict[str, Any]) -> str:
 
 def _block_events(index: int, block: dict[str, Any]) -> list[str]:
     kind = block["type"]
+    start: dict[str, Any]
+    deltas: list[dict[str, Any]]
     if kind == "text":
         text = block["text"]
         start = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": text[i : i + 4]} for i in range(0, len(text), 4)]
+    elif kind == "redacted_thinking":
+        start, deltas = block, []  # arrives whole, in its start event
     elif kind == "thinking":
         start = {"type": "thinking", "thinking": "", "signature": ""}
         deltas = [

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from db.engine import create_engine, session_factory
-from db.migrate import upgrade
 from gateway.app import create_app
 from gateway.keys import KeyStore
 from gateway.settings import Settings
 from mcp_client.types import ToolCatalog
+from migrations.commands import upgrade
 from tests.support.servers import serve
 
 

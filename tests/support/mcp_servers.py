@@ -4,9 +4,15 @@ legacy REST manifest server."""
 from __future__ import annotations
 
 import base64
+import os
+import re
+import socket
+import subprocess
 import sys
 import threading
-from contextlib import AbstractAsyncContextManager
+import warnings
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,18 +20,26 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.client._memory import InMemoryTransport
+from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 from mcp_client.backend import BackendFactory, OnToolsChanged, ToolBackend
+from mcp_client.http_watch import HTTPWatch
 from mcp_client.session_backend import MCPSessionBackend
 
 CRASHY_SERVER = Path(__file__).with_name("crashy_stdio_server.py")
 HUGE_SIZE = 200_000
+
+
+class AskedName(BaseModel):
+    name: str
 
 
 @dataclass
@@ -85,11 +99,58 @@ def demo_server(name: str = "demo") -> DemoServer:
     return demo
 
 
-def in_process(server: MCPServer) -> BackendFactory:
+def features_server(name: str = "features") -> MCPServer:
+    """An SDK server for what a client must do beyond calling: say who it is, follow progress,
+    answer requests for input."""
+    server = MCPServer(name)
+
+    @server.tool(description="Says who the client said it was in `initialize`.")
+    def whoami(ctx: Context) -> str:
+        params = ctx.session.client_params
+        info = params.client_info if params else None
+        return f"{info.name} {info.version}" if info else "unknown"
+
+    @server.tool(description="Reports progress three times, then answers.")
+    async def steps(ctx: Context) -> str:
+        for step in range(1, 4):
+            await ctx.report_progress(step, 3, f"step {step} of 3")
+        return "done"
+
+    @server.tool(description="Asks the caller for a name, then greets it.")
+    async def ask_name(ctx: Context) -> str:
+        answer = await ctx.elicit("What is your name?", schema=AskedName)
+        if answer.action != "accept":
+            return f"no name ({answer.action})"
+        return f"hello {answer.data.name}"
+
+    @server.tool(description="The capabilities the client advertised in `initialize`.")
+    def client_capabilities(ctx: Context) -> dict[str, Any]:
+        capabilities = ctx.session.client_capabilities
+        return capabilities.model_dump(by_alias=True, exclude_none=True) if capabilities else {}
+
+    @server.tool(description="Asks the client's model to write something (sampling).")
+    async def sample(ctx: Context) -> str:
+        message = types.SamplingMessage(
+            role="user", content=types.TextContent(type="text", text="write a haiku")
+        )
+        try:
+            with warnings.catch_warnings():  # deprecated in 2026-07-28; this server speaks 2025
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await ctx.session.create_message(
+                    [message], max_tokens=50, related_request_id=ctx.request_id
+                )
+        except MCPError as exc:
+            return f"sampling refused: {exc.error.message}"
+        return "sampled"
+
+    return server
+
+
+def in_process(server: MCPServer | Server[Any]) -> BackendFactory:
     """A backend talking to ``server`` in this event loop over the SDK's memory transport."""
 
     def build(on_tools_changed: OnToolsChanged) -> ToolBackend:
-        def opener() -> AbstractAsyncContextManager[Any]:
+        def opener(_watch: HTTPWatch) -> AbstractAsyncContextManager[Any]:
             return InMemoryTransport(server)
 
         return MCPSessionBackend(opener, on_tools_changed)
@@ -167,6 +228,24 @@ def manifest_app(seen_headers: list[dict[str, str]]) -> Starlette:
     )
 
 
+class RequireToken:
+    """An ASGI wrapper answering 401 unless `Authorization: Bearer <token>`: rotate ``token`` to
+    make the server reject what it accepted a moment ago."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            if headers.get(b"authorization") != f"Bearer {self.token}".encode():
+                response = JSONResponse({"error": "invalid_token"}, status_code=401)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 class Gate:
     """An ASGI wrapper answering 503 until opened: a server that is down, then comes up."""
 
@@ -179,3 +258,81 @@ class Gate:
             await PlainTextResponse("down", status_code=503)(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+# --- an SDK server in a process of its own, to restart or kill under a live catalog ---------------
+
+COUNTING_SERVER = Path(__file__).with_name("counting_mcp_server.py")
+_STARTUP_SECONDS = 30.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class ServerProcess:
+    """A server command run on a fixed 127.0.0.1 port; ``restart`` brings it back on the same one.
+
+    ``ready_line`` is a regular expression its output prints once it listens.
+    """
+
+    def __init__(self, command: list[str], ready_line: str, env: dict[str, str] | None = None):
+        self.command = command
+        self.ready_line = re.compile(ready_line)
+        self.env = {**os.environ, **(env or {})}
+        self.process: subprocess.Popen[str] | None = None
+        self.output: list[str] = []
+
+    def start(self) -> None:
+        process = subprocess.Popen(
+            self.command,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.process = process
+        ready = threading.Event()
+
+        def read() -> None:
+            assert process.stdout is not None
+            for line in process.stdout:
+                self.output.append(line)
+                if self.ready_line.search(line):
+                    ready.set()
+            ready.set()  # it exited: stop waiting, the check below fails
+
+        threading.Thread(target=read, daemon=True).start()
+        if not ready.wait(_STARTUP_SECONDS) or process.poll() is not None:
+            self.stop()
+            raise RuntimeError("the server did not start:\n" + "".join(self.output[-20:]))
+
+    def stop(self) -> None:
+        """SIGKILL: the server forgets every session, as when its host dies."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+        if self.process is not None:
+            self.process.wait(_STARTUP_SECONDS)
+        self.process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@contextmanager
+def counting_server(executions: Path) -> Iterator[tuple[str, ServerProcess]]:
+    """The SDK's MCPServer over streamable HTTP in a subprocess; yields its /mcp URL."""
+    port = free_port()
+    server = ServerProcess(
+        [sys.executable, str(COUNTING_SERVER), str(port), str(executions)],
+        ready_line=r"Uvicorn running on",
+    )
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", server
+    finally:
+        server.stop()

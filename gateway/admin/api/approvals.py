@@ -1,19 +1,21 @@
-"""Admin decisions on tool calls held for a human."""
+"""Admin decisions on tool calls held for a human, named by their ``record_id``.
+
+The decision itself (audit, metric, resuming the turn) is ``Approvals.decide``, shared with the
+admin UI's queue."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from chat_service.tool_calls import CallState
-from db.base import utcnow
 from gateway.auth import AdminPrincipal, ServicesDep
-from gateway.metrics import GatewayMetrics
+from gateway.keys import Principal
 from gateway.responses import json_response
-from gateway.services import get_services
+from gateway.services import Services
 
 router = APIRouter(prefix="/v1/admin/approvals", tags=["admin"])
 
@@ -41,28 +43,22 @@ async def list_approvals(
 
 
 async def _decide(
-    request: Request, principal: AdminPrincipal, call_id: str, approve: bool, body: Decision | None
+    services: Services, principal: Principal, record_id: str, approve: bool, body: Decision | None
 ) -> Response:
-    services = await get_services(request)
     reason = body.reason if body else None
-    call = await services.approvals.decide(call_id, principal.key_id, approve, reason)
-    metrics: GatewayMetrics = request.app.state.metrics
-    waited = (utcnow() - call.created_at).total_seconds()
-    metrics.observe_approval_decision("approved" if approve else "rejected", waited)
-    # The turn resumes here, on whichever replica took the decision.
-    services.background.resume(call.conversation_id)
+    call = await services.approvals.decide(record_id, principal.key_id, approve, reason)
     return json_response(call.to_json())
 
 
-@router.post("/{call_id}/approve")
+@router.post("/{record_id}/approve")
 async def approve(
-    call_id: str, request: Request, principal: AdminPrincipal, body: Decision | None = None
+    record_id: str, principal: AdminPrincipal, services: ServicesDep, body: Decision | None = None
 ) -> Response:
-    return await _decide(request, principal, call_id, True, body)
+    return await _decide(services, principal, record_id, True, body)
 
 
-@router.post("/{call_id}/reject")
+@router.post("/{record_id}/reject")
 async def reject(
-    call_id: str, request: Request, principal: AdminPrincipal, body: Decision | None = None
+    record_id: str, principal: AdminPrincipal, services: ServicesDep, body: Decision | None = None
 ) -> Response:
-    return await _decide(request, principal, call_id, False, body)
+    return await _decide(services, principal, record_id, False, body)

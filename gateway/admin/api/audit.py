@@ -61,7 +61,7 @@ def event_json(event: AuditEvent, actor_owner: str | None = None) -> dict[str, A
         "actor_owner": actor_owner,
         "action": event.action,
         "conversation_id": event.conversation_id,
-        "tool_call_id": event.tool_call_id,
+        "record_id": event.tool_call_id,  # the tool call's record_id, as approvals name it
         "tool": event.tool_name,
         "detail": event.detail,
     }

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from chat_service.store import StoredMessage, message_json
+from chat_service.messages import StoredMessage
 from chat_service.tool_calls import ToolCallView
 from gateway.services import Services
-from llm_service.types import AssistantMessage, ToolResultMessage, UserMessage
+from llm_service.types import AssistantMessage, Message, TextPart, ToolResultMessage, UserMessage
 
 EXCERPT_MESSAGES = 4
 EXCERPT_CHARS = 600
@@ -35,11 +35,21 @@ class CallCard:
     expires_at: datetime | None
     excerpt: list[ExcerptLine]
     previous_result: PreviousResult | None
+    # The server's MCP annotations (destructiveHint, readOnlyHint, ...): untrusted hints, shown
+    # so the reviewer knows what the server claims; empty when the tool is gone or has none.
+    hints: dict[str, bool] = field(default_factory=dict)
+
+
+def _text(message: Message) -> str:
+    if not isinstance(message, UserMessage):
+        return message.content or ""
+    if isinstance(message.content, str):
+        return message.content
+    return " ".join(part.text for part in message.content if isinstance(part, TextPart))
 
 
 def _line(stored: StoredMessage) -> ExcerptLine:
-    data = message_json(stored.message)
-    text = data.get("content") or ""
+    text = _text(stored.message)
     if isinstance(stored.message, AssistantMessage) and stored.message.tool_calls:
         names = ", ".join(call.name for call in stored.message.tool_calls)
         text = f"{text}\n[calls {names}]".strip()
@@ -47,7 +57,7 @@ def _line(stored: StoredMessage) -> ExcerptLine:
         text = f"[{stored.message.name or 'tool'} result] {text}"
     if len(text) > EXCERPT_CHARS:
         text = text[:EXCERPT_CHARS] + "…"
-    return ExcerptLine(str(data["role"]), text)
+    return ExcerptLine(stored.message.role, text)
 
 
 def _leading_messages(messages: list[StoredMessage], call_id: str) -> list[StoredMessage]:
@@ -74,6 +84,13 @@ def _previous_result(
     return None
 
 
+def _hints(services: Services, call: ToolCallView) -> dict[str, bool]:
+    tool = services.tools.tool(call.tool_name)
+    if tool is None:
+        return {}
+    return {k: v for k, v in tool.annotations.items() if k.endswith("Hint") and isinstance(v, bool)}
+
+
 def _server_of(services: Services, call: ToolCallView) -> str | None:
     if call.server is not None:
         return call.server
@@ -97,6 +114,7 @@ async def build_cards(services: Services, calls: list[ToolCallView]) -> list[Cal
                 expires_at=call.expires_at,
                 excerpt=[_line(m) for m in leading[-EXCERPT_MESSAGES:]],
                 previous_result=_previous_result(leading, servers),
+                hints=_hints(services, call),
             )
         )
     return cards

@@ -18,9 +18,9 @@ from gateway.admin.ui.rendering import render, render_fragment
 from gateway.admin.ui.security import SecuredRoute, SignedIn, check_csrf
 from gateway.admin.ui.sessions import SessionInfo
 from gateway.auth import ServicesDep
-from gateway.event_stream import EventStreamResponse
 from gateway.services import Services
 from gateway.shutdown import Drain
+from gateway.sse import EventStreamResponse, frame
 
 router = APIRouter(prefix="/admin", route_class=SecuredRoute, include_in_schema=False)
 
@@ -52,10 +52,10 @@ async def queue_page(request: Request, services: ServicesDep, session: SignedIn)
     return await _queue_page(request, services, session)
 
 
-@router.post("/calls/{call_id}/{verdict}")
+@router.post("/calls/{record_id}/{verdict}")
 async def decide(
     request: Request,
-    call_id: str,
+    record_id: str,
     *,
     verdict: Literal["approve", "reject"],
     services: ServicesDep,
@@ -66,19 +66,16 @@ async def decide(
     check_csrf(session, csrf_token)
     approve = verdict == "approve"
     try:
-        call = await services.approvals.decide(
-            call_id, session.key_id, approve, reason.strip() or None
-        )
+        # Counted, audited and resumed as a decision through the API is.
+        await services.approvals.decide(record_id, session.key_id, approve, reason.strip() or None)
     except (DecisionConflict, SelfApprovalForbidden, ToolCallNotFound) as exc:
         return await _queue_page(request, services, session, exc.message, exc.status_code)
-    # The turn resumes here, on whichever replica took the decision.
-    services.background.resume(call.conversation_id)
     done = "approved" if approve else "rejected"
     return RedirectResponse(f"/admin?done={done}", status_code=303)
 
 
 def _event(kind: str, data: dict[str, str]) -> bytes:
-    return f"event: {kind}\ndata: ".encode() + orjson.dumps(data) + b"\n\n"
+    return frame(orjson.dumps(data), kind)
 
 
 async def _queue_feed(
@@ -95,14 +92,15 @@ async def _queue_feed(
             yield _event("session-expired", {})
             return
         calls = await services.approvals.pending()
-        current = {call.id for call in calls}
-        for card in await build_cards(services, [c for c in calls if c.id not in shown]):
+        current = {call.record_id for call in calls}
+        for card in await build_cards(services, [c for c in calls if c.record_id not in shown]):
             html = render_fragment("_card.html", {"card": card, "session": session})
-            yield _event("call", {"id": card.call.id, "html": html})
+            yield _event("call", {"record_id": card.call.record_id, "html": html})
         for gone in shown - current:
             # The state lets the page keep an expired card, marked, instead of dropping it.
             call = await services.tool_calls.get(gone)
-            yield _event("gone", {"id": gone, "state": call.state.value if call else "unknown"})
+            state = call.state.value if call else "unknown"
+            yield _event("gone", {"record_id": gone, "state": state})
         shown = current
         await asyncio.sleep(poll)
 

@@ -8,8 +8,7 @@ from fastapi import APIRouter, Form, Request
 from starlette.responses import RedirectResponse, Response
 
 from gateway.admin.api.reviews import ReviewConflict, decide_review
-from gateway.admin.ui.diff import side_by_side
-from gateway.admin.ui.rendering import render
+from gateway.admin.ui.rendering import render, side_by_side
 from gateway.admin.ui.security import SecuredRoute, SignedIn, check_csrf
 from gateway.admin.ui.sessions import SessionInfo
 from gateway.auth import ServicesDep

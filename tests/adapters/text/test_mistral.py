@@ -77,8 +77,8 @@ CASES = [
     ),
     Case(
         "a broken call does not hide the next one",
-        '[TOOL_CALLS]get_time{} [TOOL_CALLS]get_time[ARGS]{"tz": "UTC"}',
-        "[TOOL_CALLS]get_time{}",
+        '[TOOL_CALLS]get_time[ARGS]{tz} [TOOL_CALLS]get_time[ARGS]{"tz": "UTC"}',
+        "[TOOL_CALLS]get_time[ARGS]{tz}",
         [("get_time", {"tz": "UTC"})],
     ),
 ]

@@ -37,6 +37,6 @@ def test_auto_tries_each_name_and_configured_formats_are_used_as_is() -> None:
 
 def test_no_marker_is_a_prefix_of_another() -> None:
     for fmt in FORMATS.values():
-        markers = (fmt.think_tags[0], *fmt.markers)
+        markers = (fmt.think_tags[0], *fmt.end_tokens, *fmt.markers)
         for a in markers:
             assert not any(b != a and b.startswith(a) for b in markers), (fmt.name, a)

@@ -6,7 +6,9 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from gateway.anthropic_api.stream import anthropic_sse
+from gateway.anthropic_api.stream import MessageWriter
+from gateway.chat_route import event_stream
+from gateway.context import RequestContext
 from llm_service.errors import GatewayError, UpstreamRateLimited
 from llm_service.types import (
     AssistantMessage,
@@ -44,24 +46,12 @@ async def _events(
 
 async def _sse(
     *events: StreamEvent, fail: GatewayError | None = None
-) -> tuple[list[tuple[str, dict[str, Any]]], list[StreamDone], list[GatewayError]]:
-    done: list[StreamDone] = []
-    errors: list[GatewayError] = []
+) -> tuple[list[tuple[str, dict[str, Any]]], RequestContext]:
+    context = RequestContext("req_1")
     stream = _events(*events, fail=fail)
     first = await anext(stream)
-    body = b"".join(
-        [
-            chunk
-            async for chunk in anthropic_sse(
-                first,
-                stream,
-                message_id="msg_1",
-                model="alias",
-                on_done=done.append,
-                on_error=errors.append,
-            )
-        ]
-    )
+    writer = MessageWriter("msg_1", "alias")
+    body = b"".join([chunk async for chunk in event_stream(first, stream, writer, context)])
     parsed = []
     for frame in body.decode().split("\n\n"):
         if frame:
@@ -69,11 +59,11 @@ async def _sse(
             data = json.loads(data_line.removeprefix("data: "))
             assert event_line == f"event: {data['type']}"
             parsed.append((data["type"], data))
-    return parsed, done, errors
+    return parsed, context
 
 
 async def test_thinking_text_and_parallel_tool_calls_become_blocks_in_order() -> None:
-    events, done, errors = await _sse(
+    events, context = await _sse(
         ThinkingDelta("hmm "),
         ThinkingDelta("ok"),
         TextDelta("Let me "),
@@ -132,12 +122,12 @@ async def test_thinking_text_and_parallel_tool_calls_become_blocks_in_order() ->
     assert stops == [0, 1, 2, 3]
     assert events[-2][1]["delta"] == {"stop_reason": "tool_use", "stop_sequence": None}
     assert events[-2][1]["usage"] == {"input_tokens": 20, "output_tokens": 8}
-    assert done == [DONE]
-    assert errors == []
+    assert context.usage == DONE.response.usage
+    assert context.error_type is None
 
 
 async def test_a_late_piece_of_an_earlier_call_goes_to_that_calls_block() -> None:
-    events, _, _ = await _sse(
+    events, _ = await _sse(
         ToolCallDelta(0, id="a", name="one", arguments="{"),
         ToolCallDelta(1, id="b", name="two", arguments="{}"),
         ToolCallDelta(0, arguments="}"),
@@ -153,7 +143,7 @@ async def test_a_late_piece_of_an_earlier_call_goes_to_that_calls_block() -> Non
 async def test_failure_mid_stream_ends_with_an_anthropic_error_event() -> None:
     failure = UpstreamRateLimited("openai answered 429: slow down", provider="openai")
 
-    events, done, errors = await _sse(TextDelta("Hel"), fail=failure)
+    events, context = await _sse(TextDelta("Hel"), fail=failure)
 
     assert [name for name, _ in events] == [
         "message_start",
@@ -165,13 +155,16 @@ async def test_failure_mid_stream_ends_with_an_anthropic_error_event() -> None:
         "type": "error",
         "error": {"type": "rate_limit_error", "message": "openai answered 429: slow down"},
     }
-    assert done == []
-    assert errors == [failure]
+    assert context.usage is None
+    assert (context.error_type, context.upstream_error) == (
+        "rate_limit_error",
+        "UpstreamRateLimited",
+    )
 
 
 async def test_stream_ending_without_its_final_event_says_so() -> None:
-    events, done, _ = await _sse(TextDelta("Hel"))
+    events, context = await _sse(TextDelta("Hel"))
 
     assert events[-1][0] == "error"
     assert events[-1][1]["error"]["type"] == "api_error"
-    assert done == []
+    assert context.usage is None

@@ -46,13 +46,13 @@ function followQueue() {
   const queue = document.getElementById("queue");
   if (!queue || !window.EventSource) return;
   const params = new URLSearchParams();
-  for (const card of queue.querySelectorAll(".call")) params.append("shown", card.dataset.callId);
+  for (const card of queue.querySelectorAll(".call")) params.append("shown", card.dataset.recordId);
   const source = new EventSource(`/admin/queue/events?${params}`);
   source.onopen = () => setLive("live", true);
   source.onerror = () => setLive("live updates interrupted, reconnecting…", false);
   source.addEventListener("call", (event) => {
     const data = JSON.parse(event.data);
-    if (document.getElementById(`call-${data.id}`)) return;
+    if (document.getElementById(`call-${data.record_id}`)) return;
     const holder = document.createElement("div");
     holder.innerHTML = data.html;  // rendered and escaped by the server's templates
     const card = holder.firstElementChild;
@@ -64,7 +64,7 @@ function followQueue() {
   });
   source.addEventListener("gone", (event) => {
     const data = JSON.parse(event.data);
-    const card = document.getElementById(`call-${data.id}`);
+    const card = document.getElementById(`call-${data.record_id}`);
     if (!card) return;
     // An expired call stays in view, marked, so the reviewer sees why it went.
     if (data.state === "expired") {

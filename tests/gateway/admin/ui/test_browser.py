@@ -66,9 +66,9 @@ def test_a_new_call_appears_live_and_approving_it_completes_the_conversation(
 ) -> None:
     sign_in(page, ui_stack.admin_key)
     expect(page.locator("#live-status")).to_have_text("live")
-    conversation_id, call_id = start_turn(ui_stack, "injected")
+    conversation_id, record_id = start_turn(ui_stack, "injected")
 
-    card = page.locator(f"#call-{call_id}")
+    card = page.locator(f"#call-{record_id}")
     expect(card).to_be_visible()  # arrived over SSE: the page was not reloaded
     expect(card.locator("h2")).to_have_text("transfer_money")
     expect(card.locator(".args")).to_contain_text('"amount": 999')
@@ -81,7 +81,7 @@ def test_a_new_call_appears_live_and_approving_it_completes_the_conversation(
 
     card.locator('[data-role="approve"]').click()
     expect(page.locator(".banner.ok")).to_contain_text("Approved")
-    expect(page.locator(f"#call-{call_id}")).to_have_count(0)
+    expect(page.locator(f"#call-{record_id}")).to_have_count(0)
     with ui_stack.client(ui_stack.user_key) as user:
         # The events stream ends when the resumed turn has finished.
         with user.stream("GET", f"/v1/conversations/{conversation_id}/events") as events:
@@ -91,9 +91,9 @@ def test_a_new_call_appears_live_and_approving_it_completes_the_conversation(
 
 
 def test_rejecting_with_a_reason(page: Page, ui_stack: LoopStack) -> None:
-    conversation_id, call_id = start_turn(ui_stack, "loop")
+    conversation_id, record_id = start_turn(ui_stack, "loop")
     sign_in(page, ui_stack.admin_key)
-    card = page.locator(f"#call-{call_id}")
+    card = page.locator(f"#call-{record_id}")
     card.locator("input[name=reason]").fill("amount not agreed with finance")
     card.locator('[data-role="reject"]').click()
     expect(page.locator(".banner.ok")).to_contain_text("Rejected")

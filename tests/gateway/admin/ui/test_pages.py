@@ -4,30 +4,34 @@ from __future__ import annotations
 
 import re
 
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
 from tests.support.admin_ui import csrf_token, signed_in_client
 from tests.support.tool_loop import LoopStack
 
 
 def start_turn(stack: LoopStack, model: str) -> tuple[str, str]:
-    """Starts a turn that stops at a held call; returns the conversation and the call id."""
+    """Starts a turn that stops at a held call; returns the conversation and the held call's
+    record_id."""
     with stack.client(stack.user_key) as client:
         conversation_id = client.post("/v1/conversations", json={"model": model}).json()["id"]
         turn = client.post(f"/v1/conversations/{conversation_id}/messages", json={"content": "go"})
     [held] = [c for c in turn.json()["tool_calls"] if c["state"] == "awaiting_approval"]
-    return conversation_id, held["id"]
+    return conversation_id, held["record_id"]
 
 
-def card_of(html: str, call_id: str) -> str:
-    pattern = rf'<article class="card call[^"]*" id="call-{call_id}".*?</article>'
+def card_of(html: str, record_id: str) -> str:
+    pattern = rf'<article class="card call[^"]*" id="call-{record_id}".*?</article>'
     match = re.search(pattern, html, re.S)
     assert match, "the call is not in the queue"
     return match.group(0)
 
 
 def test_a_held_call_is_shown_with_its_context(ui_stack: LoopStack) -> None:
-    _, call_id = start_turn(ui_stack, "injected")
+    _, record_id = start_turn(ui_stack, "injected")
     with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
-        card = card_of(client.get("/admin").text, call_id)
+        card = card_of(client.get("/admin").text, record_id)
     assert "transfer_money" in card
     assert "requested by product-team" in card
     assert "&#34;amount&#34;: 999" in card or "&quot;amount&quot;: 999" in card
@@ -38,13 +42,13 @@ def test_a_held_call_is_shown_with_its_context(ui_stack: LoopStack) -> None:
 
 
 def test_approving_in_the_ui_resumes_the_conversation(ui_stack: LoopStack) -> None:
-    conversation_id, call_id = start_turn(ui_stack, "loop")
+    conversation_id, record_id = start_turn(ui_stack, "loop")
     with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
         token = csrf_token(client.get("/admin").text)
-        decided = client.post(f"/admin/calls/{call_id}/approve", data={"csrf_token": token})
+        decided = client.post(f"/admin/calls/{record_id}/approve", data={"csrf_token": token})
         assert decided.status_code == 303
         assert decided.headers["location"] == "/admin?done=approved"
-        again = client.post(f"/admin/calls/{call_id}/approve", data={"csrf_token": token})
+        again = client.post(f"/admin/calls/{record_id}/approve", data={"csrf_token": token})
     assert again.status_code == 409
     assert "not awaiting a decision" in again.text
     with (
@@ -57,11 +61,11 @@ def test_approving_in_the_ui_resumes_the_conversation(ui_stack: LoopStack) -> No
 
 
 def test_rejecting_in_the_ui_tells_the_model_the_reason(ui_stack: LoopStack) -> None:
-    conversation_id, call_id = start_turn(ui_stack, "loop")
+    conversation_id, record_id = start_turn(ui_stack, "loop")
     with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
         token = csrf_token(client.get("/admin").text)
         decided = client.post(
-            f"/admin/calls/{call_id}/reject",
+            f"/admin/calls/{record_id}/reject",
             data={"csrf_token": token, "reason": "not this month"},
         )
         assert decided.headers["location"] == "/admin?done=rejected"
@@ -72,6 +76,30 @@ def test_rejecting_in_the_ui_tells_the_model_the_reason(ui_stack: LoopStack) -> 
         audit = admin.get("/v1/admin/audit", params={"conversation": conversation_id}).json()
     rejected = [e for e in audit["data"] if e["action"] == "tool_call.rejected"]
     assert len(rejected) == 1
+
+
+def decisions_counted(stack: LoopStack, decision: str) -> float:
+    metrics = httpx.get(f"{stack.gateway.url}/metrics").text
+    name = "llm_gateway_approval_decision_seconds_count"
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(metrics)
+        for sample in family.samples
+        if sample.name == name and sample.labels == {"decision": decision}
+    )
+
+
+def test_a_decision_in_the_ui_is_measured_like_one_through_the_api(ui_stack: LoopStack) -> None:
+    before = {verdict: decisions_counted(ui_stack, verdict) for verdict in ("approved", "rejected")}
+    _, approved = start_turn(ui_stack, "loop")
+    _, rejected = start_turn(ui_stack, "loop")
+    with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
+        token = csrf_token(client.get("/admin").text)
+        client.post(f"/admin/calls/{approved}/approve", data={"csrf_token": token})
+        client.post(f"/admin/calls/{rejected}/reject", data={"csrf_token": token, "reason": "no"})
+
+    assert decisions_counted(ui_stack, "approved") == before["approved"] + 1
+    assert decisions_counted(ui_stack, "rejected") == before["rejected"] + 1
 
 
 def test_keys_page_shows_a_new_key_once_and_revokes(ui_stack: LoopStack) -> None:

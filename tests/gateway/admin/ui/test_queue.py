@@ -25,34 +25,34 @@ def expiring(database_url: str) -> Iterator[LoopStack]:
 
 
 def test_an_expired_call_is_shown_expired_and_cannot_be_approved(expiring: LoopStack) -> None:
-    _, call_id = start_turn(expiring, "loop")
+    _, record_id = start_turn(expiring, "loop")
     with signed_in_client(expiring.gateway.url, expiring.admin_key) as client:
         queue = client.get("/admin").text
-        card = card_of(queue, call_id)
+        card = card_of(queue, record_id)
         assert card.startswith('<article class="card call expired"')
         assert "Expired: the call will not run" in card
         assert card.count(" disabled>") == 3  # approve, the reason, reject
 
         approved = client.post(
-            f"/admin/calls/{call_id}/approve", data={"csrf_token": csrf_token(queue)}
+            f"/admin/calls/{record_id}/approve", data={"csrf_token": csrf_token(queue)}
         )
         assert approved.status_code == 409
         assert "The approval expired; the call was not run." in approved.text
         decided = client.get("/admin").text
-    assert f'id="call-{call_id}"' not in decided
+    assert f'id="call-{record_id}"' not in decided
     assert '<tr class="state-expired">' in decided
     assert "no decision in time: the call did not run" in decided
     assert expiring.catalog.calls == [("get_time", {})]
 
 
 def test_the_live_feed_says_a_call_expired(expiring: LoopStack) -> None:
-    _, call_id = start_turn(expiring, "loop")
+    _, record_id = start_turn(expiring, "loop")
     with signed_in_client(expiring.gateway.url, expiring.admin_key) as client:
         token = csrf_token(client.get("/admin").text)
-        client.post(f"/admin/calls/{call_id}/approve", data={"csrf_token": token})
-        with client.stream("GET", "/admin/queue/events", params={"shown": call_id}) as feed:
+        client.post(f"/admin/calls/{record_id}/approve", data={"csrf_token": token})
+        with client.stream("GET", "/admin/queue/events", params={"shown": record_id}) as feed:
             lines = feed.iter_lines()
             event = next(line for line in lines if line.startswith("event: gone"))
             data = next(lines)
     assert event == "event: gone"
-    assert orjson.loads(data.removeprefix("data: ")) == {"id": call_id, "state": "expired"}
+    assert orjson.loads(data.removeprefix("data: ")) == {"record_id": record_id, "state": "expired"}

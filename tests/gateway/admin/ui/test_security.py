@@ -9,10 +9,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from db.engine import create_engine, session_factory
-from db.migrate import upgrade
 from gateway.admin.ui.security import SESSION_COOKIE, set_cookie
 from gateway.admin.ui.sessions import AdminSessions
 from gateway.keys import KeyStore
+from migrations.commands import upgrade
 
 
 def request_over(scheme: str) -> Request:

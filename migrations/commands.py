@@ -1,18 +1,19 @@
-"""Alembic, driven from code so the installed package finds its own migrations."""
+"""Alembic, driven from code so the installed package finds its own migrations.
+
+Here rather than in ``db``: running the migrations depends on them, and they depend on ``db``'s
+tables, so ``db`` stays below everything (tests/test_layering.py).
+"""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from alembic.script import ScriptDirectory
 
-import migrations
 from db.engine import ensure_sqlite_directory
 
-MIGRATIONS_DIR = Path(migrations.__file__).parent
+MIGRATIONS_DIR = Path(__file__).parent
 
 
 def alembic_config(database_url: str) -> Config:
@@ -30,12 +31,3 @@ def upgrade(database_url: str, revision: str = "head") -> None:
 
 def downgrade(database_url: str, revision: str) -> None:
     command.downgrade(alembic_config(database_url), revision)
-
-
-def head_revision() -> str | None:
-    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
-
-
-async def upgrade_async(database_url: str, revision: str = "head") -> None:
-    """For callers already inside an event loop."""
-    await asyncio.to_thread(upgrade, database_url, revision)

@@ -1,0 +1,107 @@
+"""Messages as stored and as shown: one pydantic TypeAdapter over the canonical message union.
+
+A message is stored whole, as the adapter's JSON (the ``message`` column), so a round trip keeps
+every field: thinking blocks with their signatures, redacted thinking, images, raw arguments.
+Rows written before that column existed still load from the older, narrower columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    WrapSerializer,
+)
+
+from db.models import ConversationMessage
+from llm_service.types import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+# A time in JSON as the API has always written it (``+00:00``, not pydantic's ``Z``).
+Timestamp = Annotated[datetime, PlainSerializer(datetime.isoformat, when_used="json")]
+
+AnyMessage = Annotated[Message, Field(discriminator="role")]
+MESSAGES: TypeAdapter[Message] = TypeAdapter(AnyMessage)
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    """The message as JSON: every field, ``role`` naming its kind."""
+    data: dict[str, Any] = MESSAGES.dump_python(message, mode="json")
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    id: int
+    message: AnyMessage
+    created_at: Timestamp
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = STORED_MESSAGE.dump_python(self, mode="json")
+        return data
+
+
+_ROW_FIELDS = ("id", "created_at")
+
+
+def _nest(data: Any) -> Any:
+    """Callers see a stored message flat (its id and time beside the message's own fields)."""
+    if not isinstance(data, dict):
+        return data
+    message = {k: v for k, v in data.items() if k not in _ROW_FIELDS}
+    return {**{k: data.get(k) for k in _ROW_FIELDS}, "message": message}
+
+
+def _flatten(stored: StoredMessage, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    data = serialize(stored)
+    return {"id": data["id"], **data["message"], "created_at": data["created_at"]}
+
+
+# The JSON shape of a stored message, in the API and in persisted `message.completed` events.
+FlatStoredMessage = Annotated[StoredMessage, BeforeValidator(_nest), WrapSerializer(_flatten)]
+STORED_MESSAGE: TypeAdapter[StoredMessage] = TypeAdapter(FlatStoredMessage)
+
+
+def message_row(conversation_id: str, message: Message) -> ConversationMessage:
+    return ConversationMessage(
+        conversation_id=conversation_id,
+        role=message.role,
+        message=message_json(message),
+    )
+
+
+def stored_message(row: ConversationMessage) -> StoredMessage:
+    message = _legacy(row) if row.message is None else MESSAGES.validate_python(row.message)
+    return StoredMessage(row.id, message, row.created_at)
+
+
+def _legacy(row: ConversationMessage) -> Message:
+    """A row from before the ``message`` column: only what the older columns held."""
+    if row.role == "system":
+        return SystemMessage(row.content or "")
+    if row.role == "user":
+        return UserMessage(row.content or "")
+    if row.role == "assistant":
+        calls = tuple(
+            ToolCall(c["id"], c["name"], dict(c["arguments"])) for c in row.tool_calls or ()
+        )
+        return AssistantMessage(content=row.content, tool_calls=calls)
+    return ToolResultMessage(
+        tool_call_id=row.tool_call_id or "",
+        content=row.content or "",
+        name=row.name,
+        is_error=row.is_error,
+    )

@@ -1,0 +1,184 @@
+"""The one flow of a chat request on a hot route: ``/v1/chat/completions`` and ``/v1/messages``.
+
+Key, body, model authorization, limits, the request's context, routing, the whole or streamed
+answer and its usage happen here, once; each API supplies only its own parts (``ChatApi``): its
+body, the conversion to the canonical request, and the encoding of the answer.
+
+Both routes are served past FastAPI's router (``gateway.hot_routes``, docs/performance.md), so
+this reads the key and the body itself: the body is validated by pydantic-core in one pass from
+its bytes, where FastAPI's own body handling (content-type parsing, ``json.loads``, validation of
+the Python objects, dependency solving) was about a tenth of a streamed request's time to its
+first byte. Validation errors take the same path as FastAPI's, so callers see the same 400.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gateway.auth import authenticate, authorize_model
+from gateway.context import RequestContext, request_context
+from gateway.input_guard import guards_body
+from gateway.keys import Principal
+from gateway.responses import json_response
+from gateway.services import Services, get_services
+from gateway.sse import EventStreamResponse
+from llm_service.errors import GatewayError, InvalidRequest
+from llm_service.router import Served
+from llm_service.types import (
+    ChatRequest,
+    ChatResponse,
+    StreamDone,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+)
+
+JSON = dict[str, Any]
+Delta = TextDelta | ThinkingDelta | ToolCallDelta
+
+
+class ChatBody(Protocol):
+    """What the flow reads of any API's request body."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def stream(self) -> bool: ...
+
+
+Body = TypeVar("Body", bound=ChatBody)
+
+
+class StreamEncoder(Protocol):
+    """One streamed answer in an API's server-sent events (framed by ``gateway.sse.frame``)."""
+
+    def start(self) -> bytes: ...
+
+    def delta(self, event: Delta) -> bytes: ...
+
+    def done(self, response: ChatResponse) -> bytes:
+        """The end of the answer: its finish, usage, and the API's closing events."""
+        ...
+
+    def error(self, exc: GatewayError) -> bytes:
+        """The event that ends a stream which failed after it started."""
+        ...
+
+    def cut(self) -> bytes:
+        """The event that ends a stream whose upstream stopped without its final event."""
+        ...
+
+
+# Answers a model that runs its tools server-side (OpenAI's ``server_tools``), given the
+# request's key, body, canonical request and reply id.
+ServerToolsAnswer = Callable[[Services, Principal, Body, ChatRequest, str], Awaitable[Response]]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatApi(Generic[Body]):
+    """An API's own parts of the flow; one instance per API, built at import."""
+
+    parse: Callable[[bytes], Body]  # the body model's ``model_validate_json``
+    to_chat_request: Callable[[Body], ChatRequest]
+    new_reply_id: Callable[[], str]
+    whole: Callable[[ChatResponse, str, str], JSON]  # (answer, reply id, model) -> JSON body
+    encoder: Callable[[str, Body], StreamEncoder]  # (reply id, body)
+    server_tools: ServerToolsAnswer[Body] | None = None  # None: such models are called as any
+
+
+async def serve_chat(request: Request, api: ChatApi[Body]) -> Response:
+    services = await get_services(request)
+    principal = await authenticate(request, services)
+    body = await json_body(request, api.parse)
+    model = body.model
+    context = request_context(request)
+    context.model = model
+    config = authorize_model(services, principal, model)
+    context.provider = config.provider  # until a deployment answers
+    await services.limits.admit(principal)
+    chat_request = api.to_chat_request(body)
+    reply_id = api.new_reply_id()
+    if config.server_tools and api.server_tools is not None:
+        return await api.server_tools(services, principal, body, chat_request, reply_id)
+    if not body.stream:
+        response, served = await services.router.complete(model, chat_request)
+        context.provider = served.provider
+        context.usage = response.usage
+        await services.limits.charge(principal, served.alias, response.usage)
+        return json_response(api.whole(response, reply_id, model), headers=served_headers(served))
+
+    # Errors before the first event still get a proper status code; after it, an SSE error.
+    routed = await services.router.stream(model, chat_request)
+    context.provider = routed.served.provider
+    events = event_stream(routed.first, routed.rest, api.encoder(reply_id, body), context)
+    return EventStreamResponse(
+        services.limits.charge_after(events, principal, routed.served.alias, context),
+        headers=served_headers(routed.served),
+    )
+
+
+async def event_stream(
+    first: StreamEvent,
+    rest: AsyncGenerator[StreamEvent, None],
+    encoder: StreamEncoder,
+    context: RequestContext,
+) -> AsyncIterator[bytes]:
+    """The streamed answer's body; the usage (or the failure) lands in ``context``.
+
+    A failure after the first byte ends the stream with the API's error event.
+    """
+    yield encoder.start()
+    event: StreamEvent | None = first
+    try:
+        while event is not None:
+            if isinstance(event, StreamDone):
+                context.usage = event.response.usage
+                yield encoder.done(event.response)
+                return
+            yield encoder.delta(event)
+            event = await anext(rest, None)
+    except GatewayError as exc:
+        context.fail(exc)
+        yield encoder.error(exc)
+        return
+    finally:
+        await rest.aclose()
+    # The upstream ended without its final event: say so rather than close silently.
+    yield encoder.cut()
+
+
+async def replayed(encoder: StreamEncoder, answer: ChatResponse) -> AsyncIterator[bytes]:
+    """A complete answer as the stream a caller asked for: one text delta, then its end."""
+    yield encoder.start()
+    yield encoder.delta(TextDelta(answer.message.content or ""))
+    yield encoder.done(answer)
+
+
+def served_headers(served: Served) -> dict[str, str]:
+    """Who answered, after load balancing and any fallback."""
+    return {
+        "x-gateway-model": served.alias,
+        "x-gateway-deployment": served.deployment,
+        "x-gateway-provider": served.provider,
+    }
+
+
+async def json_body(request: Request, parse: Callable[[bytes], Body]) -> Body:
+    # Only bodies the JSON guard has checked (duplicate keys, depth, NUL, huge numbers) are read.
+    if not guards_body(request.scope):
+        raise InvalidRequest(
+            "Send the request body as JSON, with `Content-Type: application/json`."
+        )
+    try:
+        return parse(await request.body())
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors(include_url=False)) from None
