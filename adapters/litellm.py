@@ -154,7 +154,14 @@ class LiteLLMAdapter:
 def _usage(usage: Any) -> Usage | None:
     if usage is None or not getattr(usage, "prompt_tokens", None):
         return None
-    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0)
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    completion_details = getattr(usage, "completion_tokens_details", None)
+    return Usage(
+        usage.prompt_tokens or 0,
+        usage.completion_tokens or 0,
+        cached_tokens=getattr(prompt_details, "cached_tokens", None) or 0,
+        reasoning_tokens=getattr(completion_details, "reasoning_tokens", None) or 0,
+    )
 
 
 def _embeddings(reply: Any, count: int, default_model: str) -> EmbeddingResponse:

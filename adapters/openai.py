@@ -180,4 +180,11 @@ def _usage(reply: WireReply) -> Usage:
     usage = reply.usage
     if usage is None:
         return Usage()
-    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0)
+    prompt_details = usage.prompt_tokens_details
+    completion_details = usage.completion_tokens_details
+    return Usage(
+        usage.prompt_tokens or 0,
+        usage.completion_tokens or 0,
+        cached_tokens=(prompt_details.cached_tokens or 0) if prompt_details else 0,
+        reasoning_tokens=(completion_details.reasoning_tokens or 0) if completion_details else 0,
+    )

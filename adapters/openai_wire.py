@@ -47,9 +47,19 @@ class WireChoice(_Wire):
     finish_reason: str | None = None
 
 
+class WirePromptDetails(_Wire):
+    cached_tokens: int | None = None
+
+
+class WireCompletionDetails(_Wire):
+    reasoning_tokens: int | None = None
+
+
 class WireUsage(_Wire):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    prompt_tokens_details: WirePromptDetails | None = None
+    completion_tokens_details: WireCompletionDetails | None = None
 
 
 class WireError(_Wire):

@@ -44,12 +44,19 @@ class CircuitBreakerConfig(BaseModel):
 
 
 class Price(BaseModel):
-    """What one thousand tokens cost, in whatever currency the spend budgets use."""
+    """What one thousand tokens cost, in US dollars; overrides litellm's price table."""
 
     model_config = ConfigDict(extra="forbid")
 
     input_per_1k: float = Field(0.0, ge=0)
     output_per_1k: float = Field(0.0, ge=0)
+    cached_input_per_1k: float | None = Field(
+        None, ge=0, description="prompt-cache reads; default: the input price"
+    )
+    cache_write_per_1k: float | None = Field(
+        None, ge=0, description="prompt-cache writes (Anthropic); default: the input price"
+    )
+    per_request: float = Field(0.0, ge=0, description="a flat price per request")
 
 
 class DeploymentConfig(BaseModel):
@@ -129,7 +136,9 @@ class ModelConfig(BaseModel):
     )
     retry: Retry = Field(default_factory=Retry)
     circuit_breaker: CircuitBreakerConfig = Field(default_factory=CircuitBreakerConfig)
-    price: Price | None = Field(None, description="cost per 1k tokens, for spend budgets")
+    price: Price | None = Field(
+        None, description="USD per 1k tokens; default: litellm's price table"
+    )
 
     @property
     def upstream_model(self) -> str:

@@ -124,8 +124,13 @@ class ChatRequest:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    """Token counts; the breakdown fields are parts of the totals, zero where not reported."""
+
+    prompt_tokens: int = 0  # every input token, cached ones included (OpenAI's convention)
+    completion_tokens: int = 0  # every output token, reasoning ones included
+    cached_tokens: int = 0  # of prompt_tokens: read from the provider's prompt cache
+    cache_write_tokens: int = 0  # of prompt_tokens: written to it (Anthropic's cache creation)
+    reasoning_tokens: int = 0  # of completion_tokens: hidden reasoning (OpenAI o-series)
 
     @property
     def total_tokens(self) -> int:

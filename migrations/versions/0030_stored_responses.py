@@ -4,7 +4,7 @@ The Responses API's stored answers (``store: true``): the response object as ret
 canonical conversation it ends, for ``previous_response_id``; owned by the key that made them.
 
 Revision ID: 0030
-Revises: 0009
+Revises: 0012
 Create Date: 2026-11-25 17:10:00.000000
 """
 
@@ -15,7 +15,7 @@ from alembic import op
 
 
 revision: str = '0030'
-down_revision: str | None = '0009'
+down_revision: str | None = '0012'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

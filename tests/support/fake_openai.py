@@ -44,8 +44,11 @@ class FakeReply:
     error: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     finish_reason: str | None = None
-    prompt_tokens: int = 11
-    completion_tokens: int = 7
+    prompt_tokens: int = 11  # all input tokens, cached ones included (OpenAI's convention)
+    completion_tokens: int = 7  # all output tokens, reasoning ones included
+    cached_tokens: int = 0  # of prompt_tokens: prompt-cache reads
+    cache_write_tokens: int = 0  # of prompt_tokens: Anthropic's cache creation
+    reasoning_tokens: int = 0  # of completion_tokens
     # Fault modes. ``hang``: never answer (until the client gives up and disconnects);
     # ``first_byte_delay``: seconds before the headers; ``garbage``: a 200 that is not JSON;
     # ``truncate_after``: a stream cut after that many chunks, without a finish or [DONE];
@@ -192,11 +195,18 @@ def _echo(body: dict[str, Any]) -> FakeReply:
     return FakeReply(text=f"fake says: {content if isinstance(content, str) else 'parts'}")
 
 
-def _usage(reply: FakeReply) -> dict[str, int]:
+def _usage(reply: FakeReply) -> dict[str, Any]:
     return {
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
         "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": reply.reasoning_tokens,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
     }
 
 

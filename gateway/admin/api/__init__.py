@@ -11,6 +11,7 @@ from gateway.admin.api import (
     keys,
     reviews,
     servers,
+    teams,
     tools,
     usage,
 )
@@ -18,6 +19,6 @@ from gateway.admin.api import (
 
 def admin_router() -> APIRouter:
     router = APIRouter()
-    for module in (keys, audit, usage, compatibility, tools, servers, reviews, approvals):
+    for module in (keys, teams, audit, usage, compatibility, tools, servers, reviews, approvals):
         router.include_router(module.router)
     return router

@@ -7,7 +7,15 @@ from fastapi.responses import FileResponse
 from starlette.exceptions import HTTPException
 from starlette.responses import RedirectResponse, Response
 
-from gateway.admin.ui import pages, queue, reviews, servers_page, signin, tools_page
+from gateway.admin.ui import (
+    pages,
+    queue,
+    reviews,
+    servers_page,
+    signin,
+    spend_pages,
+    tools_page,
+)
 from gateway.admin.ui.rendering import STATIC_FILES
 from gateway.admin.ui.security import SecuredRoute, error_page
 
@@ -30,7 +38,7 @@ async def not_found(request: Request, rest: str) -> Response:
 
 def admin_ui_router() -> APIRouter:
     router = APIRouter()
-    for module in (signin, queue, reviews, tools_page, servers_page, pages):
+    for module in (signin, queue, reviews, tools_page, servers_page, spend_pages, pages):
         router.include_router(module.router)
     router.add_api_route("/admin/static/{name}", static_file, include_in_schema=False)
     # Last, so that it only answers what no route above matched.
