@@ -12,7 +12,7 @@ PORT ?= 8000
 CHECKOV_ENV := $(TOOLS)/checkov
 CHECKOV_LOCK := tools/checkov/requirements.txt
 
-.PHONY: install run migrate test lint typecheck pytest checkov chromium npm-tools clean bench bench-tools
+.PHONY: install run migrate test lint typecheck pytest checkov chromium npm-tools clean bench bench-tools bench-usage
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -77,3 +77,9 @@ bench-tools:
 
 bench: install bench-tools
 	$(BIN)/python -m bench.run
+	$(MAKE) bench-usage
+
+# The usage API over 10 million usage records on PostgreSQL (127.0.0.1:5432; writes
+# docs/usage-benchmark.md). Needs no nginx or wrk.
+bench-usage: install
+	$(BIN)/python -m bench.usage

@@ -158,11 +158,14 @@ def _input(value: object) -> dict[str, Any] | None:
 
 def _usage(input_tokens: int | None, usage: object, output_tokens: int) -> Usage:
     """Prompt tokens include cached ones: callers compare them with other providers' totals."""
-    cached = sum(
-        getattr(usage, name, None) or 0
-        for name in ("cache_creation_input_tokens", "cache_read_input_tokens")
+    read = getattr(usage, "cache_read_input_tokens", None) or 0
+    written = getattr(usage, "cache_creation_input_tokens", None) or 0
+    return Usage(
+        (input_tokens or 0) + read + written,
+        output_tokens,
+        cached_tokens=read,
+        cache_write_tokens=written,
     )
-    return Usage((input_tokens or 0) + cached, output_tokens)
 
 
 @dataclass
@@ -190,7 +193,7 @@ class _StreamState:
         elif isinstance(event, RawMessageDeltaEvent):
             if event.delta.stop_reason:
                 self.reason = _STOP_REASONS.get(event.delta.stop_reason, "stop")
-            self.usage = Usage(self.usage.prompt_tokens, event.usage.output_tokens)
+            self.usage = replace(self.usage, completion_tokens=event.usage.output_tokens)
         elif isinstance(event, RawMessageStopEvent):
             self.stopped = True
 

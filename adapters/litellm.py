@@ -33,6 +33,8 @@ from llm_service.types import (
     AssistantMessage,
     ChatRequest,
     ChatResponse,
+    EmbeddingRequest,
+    EmbeddingResponse,
     FinishReason,
     StreamDone,
     StreamEvent,
@@ -120,6 +122,28 @@ class LiteLLMAdapter:
             )
         yield StreamDone(assembler.finish(reason, usage, model))
 
+    async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
+        model = self._config.upstream_model
+        arguments: dict[str, Any] = {
+            "model": model,
+            "input": list(request.inputs),
+            "num_retries": 0,
+            "max_retries": 0,
+            "timeout": self._config.timeouts.read,
+            "encoding_format": "float",
+        }
+        if request.dimensions is not None:
+            arguments["dimensions"] = request.dimensions
+        if request.user is not None:
+            arguments["user"] = request.user
+        if self._config.base_url:
+            arguments["api_base"] = self._config.base_url
+        if self._api_key:
+            arguments["api_key"] = self._api_key
+        with _mapped_errors():
+            reply = await self._litellm.aembedding(**arguments)
+        return _embeddings(reply, len(request.inputs), model)
+
     async def probe(self) -> str | None:
         return None
 
@@ -130,7 +154,28 @@ class LiteLLMAdapter:
 def _usage(usage: Any) -> Usage | None:
     if usage is None or not getattr(usage, "prompt_tokens", None):
         return None
-    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0)
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    completion_details = getattr(usage, "completion_tokens_details", None)
+    return Usage(
+        usage.prompt_tokens or 0,
+        usage.completion_tokens or 0,
+        cached_tokens=getattr(prompt_details, "cached_tokens", None) or 0,
+        reasoning_tokens=getattr(completion_details, "reasoning_tokens", None) or 0,
+    )
+
+
+def _embeddings(reply: Any, count: int, default_model: str) -> EmbeddingResponse:
+    data = sorted(reply.data or (), key=lambda item: item["index"])
+    if len(data) != count:
+        raise UpstreamProtocolError(
+            "litellm answered a different number of embeddings than inputs", provider=PROVIDER
+        )
+    usage = getattr(reply, "usage", None)
+    return EmbeddingResponse(
+        tuple(tuple(item["embedding"]) for item in data),
+        Usage(getattr(usage, "prompt_tokens", None) or 0),
+        getattr(reply, "model", None) or default_model,
+    )
 
 
 def _delta_events(delta: Any, names: ToolNames) -> Iterator[StreamEvent]:

@@ -26,6 +26,8 @@ from llm_service.types import (
     AssistantMessage,
     ChatRequest,
     ChatResponse,
+    EmbeddingRequest,
+    EmbeddingResponse,
     FinishReason,
     StreamDone,
     StreamEvent,
@@ -110,6 +112,24 @@ class OllamaAdapter:
             raise UpstreamProtocolError("ollama's stream ended before done", provider=PROVIDER)
         model = final.model or self._config.upstream_model
         yield StreamDone(assembler.finish(_reason(final), _usage(final), model))
+
+    async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
+        """Ollama's ``/api/embed``: every input in one call, vectors in the inputs' order."""
+        with _mapped_errors():
+            reply = await self._client.embed(
+                model=self._config.upstream_model,
+                input=list(request.inputs),
+                dimensions=request.dimensions,
+            )
+        if len(reply.embeddings) != len(request.inputs):
+            raise UpstreamProtocolError(
+                "ollama answered a different number of embeddings than inputs", provider=PROVIDER
+            )
+        return EmbeddingResponse(
+            tuple(tuple(vector) for vector in reply.embeddings),
+            Usage(reply.prompt_eval_count or 0),
+            reply.model or self._config.upstream_model,
+        )
 
     async def probe(self) -> str | None:
         try:

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from adapters.naming import ToolNames, for_wire, request_names
 from adapters.openai_format import request_body
 from adapters.openai_http import ChatCompletionsHttp
-from adapters.openai_wire import WireMessage, WireReply
+from adapters.openai_wire import WireEmbeddings, WireMessage, WireReply
 from llm_service.assemble import StreamAssembler, finish_reason, tool_call
 from llm_service.config import ModelConfig
 from llm_service.errors import UpstreamProtocolError, UpstreamServerError
@@ -19,6 +19,8 @@ from llm_service.types import (
     AssistantMessage,
     ChatRequest,
     ChatResponse,
+    EmbeddingRequest,
+    EmbeddingResponse,
     FinishReason,
     StreamDone,
     StreamEvent,
@@ -94,6 +96,33 @@ class OpenAIAdapter:
             )
         yield StreamDone(assembler.finish(reason, usage, model))
 
+    async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
+        body: dict[str, Any] = {
+            "model": self._config.upstream_model,
+            "input": list(request.inputs),
+            "encoding_format": "float",
+        }
+        if request.dimensions is not None:
+            body["dimensions"] = request.dimensions
+        if request.user is not None:
+            body["user"] = request.user
+        raw = await self._http.post_embeddings(body)
+        try:
+            reply = WireEmbeddings.model_validate_json(raw)
+        except ValidationError as exc:
+            raise UpstreamProtocolError(
+                f"openai answered embeddings with a malformed body: {exc}", provider=PROVIDER
+            ) from exc
+        if len(reply.data) != len(request.inputs):
+            raise UpstreamProtocolError(
+                "openai answered a different number of embeddings than inputs", provider=PROVIDER
+            )
+        vectors = tuple(tuple(d.embedding) for d in sorted(reply.data, key=lambda d: d.index))
+        prompt_tokens = (reply.usage.prompt_tokens or 0) if reply.usage else 0
+        return EmbeddingResponse(
+            vectors, Usage(prompt_tokens), reply.model or self._config.upstream_model
+        )
+
     async def probe(self) -> str | None:
         return None
 
@@ -151,4 +180,11 @@ def _usage(reply: WireReply) -> Usage:
     usage = reply.usage
     if usage is None:
         return Usage()
-    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0)
+    prompt_details = usage.prompt_tokens_details
+    completion_details = usage.completion_tokens_details
+    return Usage(
+        usage.prompt_tokens or 0,
+        usage.completion_tokens or 0,
+        cached_tokens=(prompt_details.cached_tokens or 0) if prompt_details else 0,
+        reasoning_tokens=(completion_details.reasoning_tokens or 0) if completion_details else 0,
+    )

@@ -44,7 +44,9 @@ class ChatCompletionsHttp:
         self, provider: str, base_url: str | None, api_key: str | None, timeouts: Timeouts
     ) -> None:
         self._provider = provider
-        self._url = (base_url or OPENAI_BASE_URL).rstrip("/") + "/chat/completions"
+        base = (base_url or OPENAI_BASE_URL).rstrip("/")
+        self._url = base + "/chat/completions"
+        self._embeddings_url = base + "/embeddings"
         self._headers = {
             "content-type": "application/json",
             "accept": "application/json",
@@ -74,9 +76,16 @@ class ChatCompletionsHttp:
 
     async def post(self, body: dict[str, Any]) -> bytes:
         """The whole reply's body."""
+        return await self._post(self._url, body)
+
+    async def post_embeddings(self, body: dict[str, Any]) -> bytes:
+        """The reply of ``POST {base_url}/embeddings``."""
+        return await self._post(self._embeddings_url, body)
+
+    async def _post(self, url: str, body: dict[str, Any]) -> bytes:
         with _mapped_errors(self._provider, streaming=False):
             async with self._client().post(
-                self._url, data=orjson.dumps(body), headers=self._headers
+                url, data=orjson.dumps(body), headers=self._headers
             ) as response:
                 await _raise_for_status(response, self._provider)
                 return await response.read()

@@ -47,9 +47,19 @@ class WireChoice(_Wire):
     finish_reason: str | None = None
 
 
+class WirePromptDetails(_Wire):
+    cached_tokens: int | None = None
+
+
+class WireCompletionDetails(_Wire):
+    reasoning_tokens: int | None = None
+
+
 class WireUsage(_Wire):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    prompt_tokens_details: WirePromptDetails | None = None
+    completion_tokens_details: WireCompletionDetails | None = None
 
 
 class WireError(_Wire):
@@ -73,3 +83,20 @@ class WireReply(_Wire):
         if isinstance(self.error, str):
             return self.error
         return self.error.message or "an error occurred during streaming"
+
+
+class WireEmbedding(_Wire):
+    index: int
+    embedding: list[float]
+
+
+class WireEmbeddingUsage(_Wire):
+    prompt_tokens: int | None = None
+
+
+class WireEmbeddings(_Wire):
+    """A ``POST /embeddings`` reply (asked for as floats)."""
+
+    model: str | None = None
+    data: list[WireEmbedding]
+    usage: WireEmbeddingUsage | None = None

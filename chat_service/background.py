@@ -5,24 +5,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Coroutine
+from datetime import datetime
 from typing import Any
 
 import structlog
 
-from chat_service.events import TurnEvent
+from chat_service.events import ToolCallAwaitingApproval, TurnEvent
 from chat_service.sweeper import Sweeper
 from chat_service.turn import TurnRunner
 
 log = structlog.get_logger("chat_service.background")
 _END = object()
+# The event loop's clock can wake a timer a little before the wall clock says it is due.
+_CLOCK_SLACK = 0.05
 
 
 class BackgroundTurns:
-    """Runs turns as tasks so a caller that disconnects never leaves a turn half-done."""
+    """Runs turns as tasks so a caller that disconnects never leaves a turn half-done.
+
+    A turn it parks for approval gets a timer here: at the approval's expiry the call expires
+    and the turn resumes at once. The sweeper, on every replica, is the backstop (e.g. when the
+    replica that parked the turn is gone)."""
 
     def __init__(self, turns: TurnRunner) -> None:
         self._turns = turns
         self._tasks: set[asyncio.Task[None]] = set()
+        self._sweeper: Sweeper | None = None
 
     def relay(self, turn: AsyncIterator[TurnEvent]) -> AsyncIterator[TurnEvent]:
         """Run ``turn`` in a task; iterate the returned stream to watch it."""
@@ -31,6 +39,7 @@ class BackgroundTurns:
         async def run() -> None:
             try:
                 async for event in turn:
+                    self._on_event(event)
                     queue.put_nowait(event)
             finally:
                 queue.put_nowait(_END)
@@ -46,13 +55,27 @@ class BackgroundTurns:
 
     def resume(self, conversation_id: str) -> None:
         async def run() -> None:
-            async for _ in self._turns.resume(conversation_id):
-                pass
+            async for event in self._turns.resume(conversation_id):
+                self._on_event(event)
 
         self._spawn(run())
 
     def start_sweeping(self, sweeper: Sweeper, every_seconds: float) -> None:
+        self._sweeper = sweeper
         self._spawn(self._sweep_forever(sweeper, every_seconds))
+
+    def _on_event(self, event: TurnEvent) -> None:
+        if not isinstance(event, ToolCallAwaitingApproval) or self._sweeper is None:
+            return
+        expires_at = event.tool_call.expires_at
+        if expires_at is not None:
+            self._spawn(self._expire_at(self._sweeper, expires_at))
+
+    async def _expire_at(self, sweeper: Sweeper, expires_at: datetime) -> None:
+        # A timer, not a wait on another party: a decision before then leaves nothing to expire.
+        await asyncio.sleep(sweeper.seconds_until(expires_at) + _CLOCK_SLACK)
+        for conversation_id in await sweeper.expire_approvals():
+            self.resume(conversation_id)
 
     async def _sweep_forever(self, sweeper: Sweeper, every_seconds: float) -> None:
         while True:

@@ -9,7 +9,7 @@ import structlog
 
 from chat_service.approvals import Approvals
 from chat_service.config import ToolLoopSettings
-from chat_service.events import TurnError, TurnFinished, TurnStatus
+from chat_service.events import ToolCallCompleted, TurnError, TurnFinished, TurnStatus
 from chat_service.executor import result_message
 from chat_service.store import ConversationStatus, ConversationStore
 from chat_service.tool_calls import CallState, ToolCallStore
@@ -39,12 +39,23 @@ class Sweeper:
     async def sweep(self) -> set[str]:
         """One pass; returns the conversations whose paused turn can now resume."""
         resumable = await self._approvals.expire_due()
-        await self._abandon_executions()
+        resumable |= await self._abandon_executions()
         await self._end_stale_turns()
         return resumable
 
-    async def _abandon_executions(self) -> None:
-        """A call left `executing` by a dead process is never run again: its outcome is unknown."""
+    async def expire_approvals(self) -> set[str]:
+        """Expires every overdue approval; returns the conversations whose turn can resume."""
+        return await self._approvals.expire_due()
+
+    def seconds_until(self, moment: datetime) -> float:
+        return max(0.0, (moment - self._clock()).total_seconds())
+
+    async def _abandon_executions(self) -> set[str]:
+        """A call left `executing` by a dead process is never run again: its outcome is unknown.
+
+        Its turn, which that process can no longer finish, is handed back to be resumed: the
+        round settles with the unknown outcome as the call's result, and the model goes on."""
+        touched: set[str] = set()
         limit = (
             self._clock()
             - timedelta(seconds=self._settings.tool_timeout_seconds)
@@ -65,6 +76,15 @@ class Sweeper:
                 log.warning(
                     "tool_call_unknown_outcome", record_id=call.record_id, tool=call.tool_name
                 )
+                await self._store.add_event(moved.conversation_id, ToolCallCompleted(moved))
+                touched.add(moved.conversation_id)
+        for conversation_id in touched:
+            # The dead process held the turn `running`; pausing it lets any replica resume it
+            # (the move fails harmlessly when the call ran in an already paused turn).
+            await self._store.move(
+                conversation_id, ConversationStatus.RUNNING, ConversationStatus.AWAITING_APPROVAL
+            )
+        return touched
 
     async def _end_stale_turns(self) -> None:
         cutoff = self._clock() - timedelta(seconds=self._settings.turn_timeout_seconds)

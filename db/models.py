@@ -5,7 +5,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.base import Base, UTCDateTime, utcnow
@@ -25,6 +36,26 @@ class ApiKey(Base):
     roles: Mapped[list[str]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    team: Mapped[str | None] = mapped_column(String(200), nullable=True, index=True)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # Written at most about once a minute per key (gateway/key_usage.py).
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # null: every model its roles allow; a list: only these of them.
+    allowed_models: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    # The key's own limits (gateway.limits.config.KeyLimits), applied on top of its roles'.
+    limits: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class Team(Base):
+    """A team's spend budgets, shared by every key whose ``team`` names it."""
+
+    __tablename__ = "teams"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    budget_per_day: Mapped[float | None] = mapped_column(Float, nullable=True)
+    budget_per_month: Mapped[float | None] = mapped_column(Float, nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class UsageRecord(Base):
@@ -32,6 +63,7 @@ class UsageRecord(Base):
     __table_args__ = (
         Index("ix_usage_records_key_created", "api_key_id", "created_at"),
         Index("ix_usage_records_model_created", "model", "created_at"),
+        Index("ix_usage_records_created", "created_at"),  # for retention's batched deletes
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -47,6 +79,65 @@ class UsageRecord(Base):
     latency_ms: Mapped[int] = mapped_column(Integer)
     status_code: Mapped[int] = mapped_column(Integer)
     error_type: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    team: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    # Parts of prompt_tokens / completion_tokens, where the provider reports them.
+    cached_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    cache_write_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    reasoning_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # USD; null when the model has no known price (flagged, never counted as free).
+    cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+# Upper bounds (ms) of the rollups' latency histogram buckets; the last bucket is everything above.
+LATENCY_BUCKETS_MS = (100, 250, 500, 1000, 2500, 5000, 10000, 30000)
+LATENCY_COLUMNS = (*(f"latency_le_{ms}" for ms in LATENCY_BUCKETS_MS), "latency_over_30000")
+
+
+class UsageHourly(Base):
+    """Usage summed per UTC hour, key, team, model and provider, written with the raw rows (in the
+    same transaction), so reports read these and never scan ``usage_records``. No key, team or
+    provider is stored as 0 / "" so that the unique constraint holds (NULLs never conflict)."""
+
+    __tablename__ = "usage_hourly"
+    __table_args__ = (
+        UniqueConstraint("hour", "api_key_id", "team", "model", "provider", name="uq_usage_hourly"),
+        Index("ix_usage_hourly_hour", "hour"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    hour: Mapped[datetime] = mapped_column(UTCDateTime())
+    api_key_id: Mapped[int] = mapped_column(Integer)
+    team: Mapped[str] = mapped_column(String(200))
+    model: Mapped[str] = mapped_column(String(200))
+    provider: Mapped[str] = mapped_column(String(50))
+    requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    errors: Mapped[int] = mapped_column(BigInteger, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    completion_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    reasoning_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    unpriced_requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_ms_sum: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_100: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_250: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_500: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_1000: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_2500: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_5000: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_10000: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_le_30000: Mapped[int] = mapped_column(BigInteger, default=0)
+    latency_over_30000: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class MaintenanceLease(Base):
+    """Who runs a periodic job across replicas (retention): held until ``expires_at``."""
+
+    __tablename__ = "maintenance_leases"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(64))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 class Conversation(Base):
@@ -176,10 +267,14 @@ class ToolPin(Base):
 
 class ToolPolicyOverride(Base):
     """An admin's policy for one tool, applied on top of the config file's per-tool overrides.
-    A null column leaves that setting to the config."""
+    A null column leaves that setting to the config.
+
+    A tool is named by its server and its name there, which no other server can change. Rows
+    stored before that (``server`` empty) name the tool by its catalog name."""
 
     __tablename__ = "tool_policy_overrides"
 
+    server: Mapped[str] = mapped_column(String(48), primary_key=True, server_default="")
     tool_name: Mapped[str] = mapped_column(String(200), primary_key=True)
     enabled: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     roles: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
@@ -195,6 +290,8 @@ class RuntimeMCPServer(Base):
 
     name: Mapped[str] = mapped_column(String(48), primary_key=True)
     config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # Ranks its tools' claim to a name another server also offers; edits keep it.
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
@@ -217,3 +314,21 @@ class WebhookDelivery(Base):
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class StoredResponse(Base):
+    """A Responses API answer kept for ``previous_response_id`` and ``GET /v1/responses/{id}``.
+
+    ``conversation`` is the whole canonical history the answer ends (the earlier responses' input
+    and output, this input, this output; never the ``instructions``, which do not carry over),
+    so a follow-up needs one row, not a walk up the chain.
+    """
+
+    __tablename__ = "stored_responses"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    api_key_id: Mapped[int] = mapped_column(Integer, index=True)
+    model: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    response: Mapped[dict[str, Any]] = mapped_column(JSON)
+    conversation: Mapped[list[dict[str, Any]]] = mapped_column(JSON)

@@ -7,17 +7,18 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from gateway import conversations_api, health, tools_api
+from gateway import conversations_api, embeddings_api, health, tools_api
 from gateway.admin.api import admin_router
 from gateway.admin.ui.routes import admin_ui_router
 from gateway.anthropic_api import routes as anthropic_routes
 from gateway.errors import install_error_handlers
-from gateway.hot_routes import HotRoutes, documented_routes
+from gateway.hot_routes import Handler, HotRoutes, MethodAndPath, documented_routes
 from gateway.input_guard import JsonGuardMiddleware
 from gateway.metrics import GatewayMetrics, metrics_endpoint
 from gateway.middleware import BodySizeLimitMiddleware, RequestContextMiddleware
 from gateway.openai_api import routes as openai_routes
 from gateway.providers import ADAPTER_FACTORIES
+from gateway.responses_api import routes as responses_routes
 from gateway.services import Services
 from gateway.settings import Settings
 from gateway.shutdown import Drain, DrainMiddleware
@@ -55,6 +56,8 @@ def create_app(
     app.include_router(openai_routes.router)
     app.include_router(conversations_api.router)
     app.include_router(anthropic_routes.router)
+    app.include_router(responses_routes.router)
+    app.include_router(embeddings_api.router)
     app.include_router(tools_api.router)
     app.include_router(admin_router())
     app.include_router(admin_ui_router())
@@ -66,7 +69,12 @@ def create_app(
     metrics.draining.set_function(lambda: float(drain.draining))
     app.add_route("/metrics", metrics_endpoint, include_in_schema=False)
     # Innermost of the gateway's middlewares: hot routes pass every check the others make.
-    hot_routes = {**openai_routes.HOT_ROUTES, **anthropic_routes.HOT_ROUTES}
+    hot_routes: dict[MethodAndPath, Handler] = {
+        **openai_routes.HOT_ROUTES,
+        **anthropic_routes.HOT_ROUTES,
+        **responses_routes.HOT_ROUTES,
+        **embeddings_api.HOT_ROUTES,
+    }
     app.add_middleware(HotRoutes, routes=documented_routes(app, hot_routes))
     app.add_middleware(
         JsonGuardMiddleware,

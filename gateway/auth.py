@@ -36,6 +36,7 @@ async def authenticate(
     context = request_context(request)
     context.key_id = principal.key_id
     context.key_name = principal.name
+    context.team = principal.team
     return principal
 
 
@@ -53,6 +54,6 @@ ServicesDep = Annotated[Services, Depends(get_services)]
 def authorize_model(services: Services, principal: Principal, name: str) -> ModelConfig:
     """The model's config, once this key is allowed to use it (404 unknown, 403 not allowed)."""
     config = services.registry.get(name).config
-    if not role_allows(config, principal.roles):
+    if not role_allows(config, principal.roles) or not principal.may_use(name):
         raise PermissionDenied(f"This API key may not use the model `{name}`.", param="model")
     return config

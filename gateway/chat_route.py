@@ -29,6 +29,7 @@ from gateway.keys import Principal
 from gateway.responses import json_response
 from gateway.services import Services, get_services
 from gateway.sse import EventStreamResponse
+from llm_service.config import ModelConfig
 from llm_service.errors import GatewayError, InvalidRequest
 from llm_service.router import Served
 from llm_service.types import (
@@ -56,6 +57,7 @@ class ChatBody(Protocol):
 
 
 Body = TypeVar("Body", bound=ChatBody)
+Parsed = TypeVar("Parsed")
 
 
 class StreamEncoder(Protocol):
@@ -107,6 +109,7 @@ async def serve_chat(request: Request, api: ChatApi[Body]) -> Response:
     context = request_context(request)
     context.model = model
     config = authorize_model(services, principal, model)
+    require_chat_model(config)
     context.provider = config.provider  # until a deployment answers
     await services.limits.admit(principal)
     chat_request = api.to_chat_request(body)
@@ -177,7 +180,16 @@ def served_headers(served: Served) -> dict[str, str]:
     }
 
 
-async def json_body(request: Request, parse: Callable[[bytes], Body]) -> Body:
+def require_chat_model(config: ModelConfig) -> None:
+    """An embedding model (``kind: embedding``) cannot answer a conversation."""
+    if config.kind != "chat":
+        raise InvalidRequest(
+            f"The model `{config.name}` is an embedding model; call it on /v1/embeddings.",
+            param="model",
+        )
+
+
+async def json_body(request: Request, parse: Callable[[bytes], Parsed]) -> Parsed:
     # Only bodies the JSON guard has checked (duplicate keys, depth, NUL, huge numbers) are read.
     if not guards_body(request.scope):
         raise InvalidRequest(

@@ -17,6 +17,7 @@ class RequestContext:
     started: float = field(default_factory=perf_counter)
     key_id: int | None = None
     key_name: str | None = None
+    team: str | None = None
     model: str | None = None
     provider: str | None = None
     usage: Usage | None = None

@@ -18,6 +18,7 @@ from gateway.keys import Principal
 from gateway.responses import json_response
 from gateway.services import Services
 from gateway.sse import EventStreamResponse
+from gateway.tools_api import check_bundle
 from llm_service.types import UserMessage
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
@@ -52,6 +53,7 @@ async def create_conversation(
     body: NewConversation, principal: CurrentPrincipal, services: ServicesDep
 ) -> Response:
     authorize_model(services, principal, body.model)
+    check_bundle(services, body.bundle)
     conversation = await services.conversations.create(
         principal.key_id, body.model, principal.roles, body.system_prompt, body.bundle
     )

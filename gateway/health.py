@@ -39,7 +39,14 @@ async def readyz(request: Request, services: ServicesDep) -> Response:
             problems.append(
                 f"database schema at {revision}, expected {SCHEMA_HEAD}: run `llm-gateway migrate`"
             )
-    models = services.registry.summary()
+    models: dict[str, dict[str, object]] = {
+        name: dict(model) for name, model in services.registry.summary().items()
+    }
+    for name, model in models.items():
+        # Unpriced models still serve; the flag is for the operator, whose spend is undercounted.
+        price = services.prices.price(name)
+        model["price"] = price.as_dict() if price else None
+        model["priced"] = price is not None
     tool_servers = {name: state.as_dict() for name, state in services.tools.server_status().items()}
     degraded = any(not m["available"] for m in models.values()) or any(
         server["state"] != "ready" for server in tool_servers.values()
@@ -50,6 +57,7 @@ async def readyz(request: Request, services: ServicesDep) -> Response:
         "problems": problems,
         "database": {"revision": revision, "expected": SCHEMA_HEAD},
         "models": models,
+        "unpriced_models": services.prices.unpriced(),
         "tool_servers": tool_servers,
     }
     return json_response(payload, 503 if problems else 200)

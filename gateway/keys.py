@@ -6,32 +6,48 @@ import asyncio
 import hashlib
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.base import utcnow
-from db.models import ApiKey, AuditEvent
+from db.models import ApiKey, AuditEvent, Team
+from gateway.key_usage import LastUsed
+from gateway.limits.config import KeyLimits, TeamBudget
 from governance import KeyState
 
 KEY_PREFIX = "gw-"
+# What an admin may change on a key after creating it (roles and the secret stay as made).
+EDITABLE = ("name", "owner", "team", "expires_at", "allowed_models", "limits")
 _CACHE_LIMIT = 10_000
 
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who is calling: the key's identity and roles."""
+    """Who is calling: the key's identity and roles, and its settings an admin may change."""
 
     key_id: int
     name: str
     roles: frozenset[str]
     owner: str = ""  # the person or service the key belongs to
+    team: str | None = None
+    allowed_models: frozenset[str] | None = None  # None: whatever its roles allow
+    limits: KeyLimits | None = None  # the key's own, applied on top of its roles'
+    team_budget: TeamBudget | None = None
+    expires_at: datetime | None = None
 
     @property
     def is_admin(self) -> bool:
         return "admin" in self.roles
+
+    def may_use(self, alias: str) -> bool:
+        return self.allowed_models is None or alias in self.allowed_models
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +58,12 @@ class KeyInfo:
     prefix: str
     roles: tuple[str, ...]
     revoked: bool
+    team: str | None = None
+    created_at: datetime | None = None
+    last_used_at: datetime | None = None
+    expires_at: datetime | None = None
+    allowed_models: tuple[str, ...] | None = None
+    limits: KeyLimits | None = None
 
 
 def generate_key() -> str:
@@ -66,6 +88,7 @@ class KeyStore:
         # One database lookup per key at a time: when an entry expires under load, every
         # concurrent request for that key waits on the same lookup instead of making its own.
         self._lookups: dict[str, asyncio.Task[Principal | None]] = {}
+        self.last_used = LastUsed(sessions)
 
     async def create(
         self,
@@ -97,26 +120,56 @@ class KeyStore:
         now = self._clock()
         cached = self._cache.get(digest)
         if cached is not None and cached[0] > now:
+            principal = cached[1]
+        else:
+            principal = await self._shared_lookup(digest, ApiKey.key_hash == digest, now)
+        if principal is None:
+            return None
+        if principal.expires_at is not None and principal.expired(utcnow()):
+            return None
+        self.last_used.touch(principal.key_id, now)
+        return principal
+
+    async def by_id(self, key_id: int) -> Principal | None:
+        """An active key's principal by id (for work done later on a key's behalf)."""
+        now = self._clock()
+        cached = self._cache.get(f"id:{key_id}")
+        if cached is not None and cached[0] > now:
             return cached[1]
-        lookup = self._lookups.get(digest)
+        return await self._shared_lookup(f"id:{key_id}", ApiKey.id == key_id, now)
+
+    async def _shared_lookup(
+        self, cache_key: str, where: ColumnElement[bool], now: float
+    ) -> Principal | None:
+        lookup = self._lookups.get(cache_key)
         if lookup is None:
-            lookup = asyncio.create_task(self._lookup(digest, now))
-            self._lookups[digest] = lookup
-            lookup.add_done_callback(lambda _: self._lookups.pop(digest, None))
+            lookup = asyncio.create_task(self._lookup(cache_key, where, now))
+            self._lookups[cache_key] = lookup
+            lookup.add_done_callback(lambda _: self._lookups.pop(cache_key, None))
         # shield: one caller giving up (client gone) must not cancel the others' lookup.
         return await asyncio.shield(lookup)
 
-    async def _lookup(self, digest: str, now: float) -> Principal | None:
+    async def _lookup(
+        self, cache_key: str, where: ColumnElement[bool], now: float
+    ) -> Principal | None:
         async with self._sessions() as session:
-            row = await session.scalar(
-                select(ApiKey).where(ApiKey.key_hash == digest, ApiKey.revoked_at.is_(None))
-            )
-        principal = Principal(row.id, row.name, frozenset(row.roles), row.owner) if row else None
+            found = (
+                await session.execute(
+                    select(ApiKey, Team)
+                    .outerjoin(Team, Team.name == ApiKey.team)
+                    .where(where, ApiKey.revoked_at.is_(None))
+                )
+            ).first()
+        principal = _principal(found[0], found[1]) if found else None
         if self._cache_seconds > 0:
             if len(self._cache) >= _CACHE_LIMIT:
                 self._cache.clear()
-            self._cache[digest] = (now + self._cache_seconds, principal)
+            self._cache[cache_key] = (now + self._cache_seconds, principal)
         return principal
+
+    def forget(self) -> None:
+        """Drops cached lookups, so a change made on this replica applies at once here."""
+        self._cache.clear()
 
     async def revoke(self, key_id: int, actor_key_id: int | None = None) -> bool:
         """Revokes an active key (audited with ``actor_key_id``; None: the CLI)."""
@@ -132,14 +185,42 @@ class KeyStore:
         self._cache.clear()
         return revoked
 
+    async def change(
+        self, key_id: int, values: Mapping[str, object], actor_key_id: int | None
+    ) -> KeyInfo | None:
+        """Sets an active key's editable settings (``EDITABLE``; audited as ``key.changed``).
+
+        None for an unknown or revoked key. Cached lookups here are dropped at once; other
+        replicas see the change within ``auth_cache_seconds``.
+        """
+        unknown = set(values) - set(EDITABLE)
+        if unknown:
+            raise ValueError(f"not editable: {sorted(unknown)}")
+        async with self._sessions.begin() as session:
+            row = await session.get(ApiKey, key_id)
+            if row is None or row.revoked_at is not None:
+                return None
+            before = _settings(row)
+            for name, value in values.items():
+                setattr(row, name, value)
+            detail = {"key_id": key_id, "before": before, "after": _settings(row)}
+            session.add(_audit("key.changed", actor_key_id, detail))
+            await session.flush()
+            info = _info(row)
+        self.forget()
+        return info
+
     async def key_state(self, key_id: int) -> KeyState | None:
         """Implements ``governance.KeyDirectory``: read from the database every time, never the
-        cache, so a key revoked on any replica stops its calls at the next decision."""
+        cache, so a key revoked on any replica stops its calls at the next decision. An expired
+        key is inactive too: it could not make the call now, so its calls stop the same way."""
         async with self._sessions() as session:
             row = await session.get(ApiKey, key_id)
         if row is None:
             return None
-        return KeyState(row.id, row.revoked_at is None, frozenset(row.roles), row.owner)
+        expired = row.expires_at is not None and row.expires_at <= utcnow()
+        active = row.revoked_at is None and not expired
+        return KeyState(row.id, active, frozenset(row.roles), row.owner)
 
     async def owners(self, key_ids: Iterable[int]) -> dict[int, str]:
         """Key id -> owner, revoked keys included (an audit or a decision may name them)."""
@@ -153,6 +234,7 @@ class KeyStore:
             return {key_id: owner for key_id, owner in rows.all()}
 
     async def list(self) -> list[KeyInfo]:
+        await self.last_used.flush()  # so this replica's recent uses show at once
         async with self._sessions() as session:
             rows = await session.scalars(select(ApiKey).order_by(ApiKey.id))
             return [_info(row) for row in rows]
@@ -176,8 +258,47 @@ class KeyStore:
 
 
 def _info(row: ApiKey) -> KeyInfo:
-    revoked = row.revoked_at is not None
-    return KeyInfo(row.id, row.name, row.owner, row.prefix, tuple(row.roles), revoked)
+    return KeyInfo(
+        row.id,
+        row.name,
+        row.owner,
+        row.prefix,
+        tuple(row.roles),
+        row.revoked_at is not None,
+        team=row.team,
+        created_at=row.created_at,
+        last_used_at=row.last_used_at,
+        expires_at=row.expires_at,
+        allowed_models=tuple(row.allowed_models) if row.allowed_models is not None else None,
+        limits=KeyLimits.model_validate(row.limits) if row.limits else None,
+    )
+
+
+def _settings(row: ApiKey) -> dict[str, object]:
+    values = {name: getattr(row, name) for name in EDITABLE}
+    expires = row.expires_at
+    values["expires_at"] = expires.isoformat() if expires is not None else None
+    return values
+
+
+def _principal(row: ApiKey, team: Team | None) -> Principal:
+    info = _info(row)
+    budget = (
+        TeamBudget(budget_per_day=team.budget_per_day, budget_per_month=team.budget_per_month)
+        if team is not None
+        else None
+    )
+    return Principal(
+        row.id,
+        row.name,
+        frozenset(row.roles),
+        row.owner,
+        team=row.team,
+        allowed_models=frozenset(info.allowed_models) if info.allowed_models is not None else None,
+        limits=info.limits,
+        team_budget=budget,
+        expires_at=row.expires_at,
+    )
 
 
 def _audit(action: str, actor_key_id: int | None, detail: dict[str, object]) -> AuditEvent:

@@ -122,6 +122,10 @@ def _finish(scope: Scope, context: RequestContext, status: int) -> None:
             latency_ms=round(latency_ms),
             status_code=status,
             error_type=context.error_type,
+            team=context.team,
+            cached_tokens=usage.cached_tokens if usage else 0,
+            cache_write_tokens=usage.cache_write_tokens if usage else 0,
+            reasoning_tokens=usage.reasoning_tokens if usage else 0,
         )
     )
 

@@ -19,12 +19,17 @@ from chat_service.tool_calls import ToolCallStore, ToolCallView
 from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
 from gateway.keys import KeyStore, Principal
+from gateway.limits.alerts import audit_budget_alert
+from gateway.limits.budgets import BudgetAlertSink
 from gateway.limits.counters import Counters, MemoryCounters
 from gateway.limits.limiter import KeyLimiter
 from gateway.limits.sign_in import SignInThrottle
 from gateway.metrics import GatewayMetrics
 from gateway.notifications.notifier import Notifier
+from gateway.pricing import PriceBook, litellm_price_table
+from gateway.retention import RetentionJob
 from gateway.settings import Settings
+from gateway.teams import TeamStore
 from gateway.tool_call_events import tool_call_moved
 from gateway.usage import UsageEntry, UsageRecorder
 from governance import ToolGovernance
@@ -42,7 +47,9 @@ class Services:
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
     keys: KeyStore
+    teams: TeamStore
     registry: ModelRegistry
+    prices: PriceBook
     usage: UsageRecorder
     router: Router
     limits: KeyLimiter
@@ -54,6 +61,7 @@ class Services:
     background: BackgroundTurns
     sign_in: SignInThrottle
     notifier: Notifier
+    retention: RetentionJob
 
     @classmethod
     async def start(
@@ -69,6 +77,7 @@ class Services:
         engine = create_engine(settings.database_url, settings.database_pool)
         sessions = session_factory(engine)
         keys = KeyStore(sessions, settings.auth_cache_seconds)
+        keys.last_used.start()
         if settings.admin_key is not None:
             await keys.ensure(settings.admin_key.get_secret_value(), "admin (bootstrap)", ["admin"])
         registry = ModelRegistry.build(settings.models, factories, environ)
@@ -76,16 +85,20 @@ class Services:
         for name, state in registry.summary().items():
             if not state["available"]:
                 log.warning("model_unavailable", model=name, reason=state["reason"])
+        prices = PriceBook.build(settings.models, litellm_price_table())
+        for name in prices.unpriced():
+            log.warning("model_unpriced", model=name, hint="set the model's `price` in the config")
         usage = UsageRecorder(
             sessions,
             settings.usage_flush_seconds,
+            prices,
             on_record=lambda entry: metrics.observe_tokens(
                 entry.model, entry.provider, entry.prompt_tokens, entry.completion_tokens
             ),
         )
         usage.start()
         router = Router(registry, tracer=tracer)
-        limits = _key_limiter(settings)
+        limits = _key_limiter(settings, prices, audit_budget_alert(sessions))
         governance = ToolGovernance.build(
             sessions,
             catalog_settings=settings.tool_catalog,
@@ -115,7 +128,7 @@ class Services:
             router=router,
             tools=governance,
             settings=loop_settings,
-            observe=_usage_observer(usage, registry, limits),
+            observe=_usage_observer(usage, registry, limits, keys),
         )
         background = BackgroundTurns(turns)
         approvals = Approvals(
@@ -128,12 +141,21 @@ class Services:
             store=conversations, calls=tool_calls, approvals=approvals, settings=loop_settings
         )
         background.start_sweeping(sweeper, loop_settings.sweep_interval_seconds)
+        retention = RetentionJob(
+            sessions,
+            usage_days=settings.usage_retention_days,
+            audit_days=settings.audit_retention_days,
+            settings=settings.retention,
+        )
+        retention.start()
         return cls(
             settings=settings,
             engine=engine,
             sessions=sessions,
             keys=keys,
+            teams=TeamStore(sessions),
             registry=registry,
+            prices=prices,
             usage=usage,
             router=router,
             limits=limits,
@@ -150,13 +172,16 @@ class Services:
                 settings.admin_ui.sign_in_attempts_total,
                 MemoryCounters(),
             ),
+            retention=retention,
         )
 
     async def stop(self) -> None:
+        await self.retention.aclose()
         await self.background.aclose()
         await self.notifier.aclose()
         await self.tools.aclose()
         await self.usage.aclose()
+        await self.keys.last_used.aclose()
         await self.registry.aclose()
         await self.limits.aclose()
         await self.engine.dispose()
@@ -176,7 +201,7 @@ def _decision_observer(metrics: GatewayMetrics, background: BackgroundTurns) -> 
 
 
 def _usage_observer(
-    usage: UsageRecorder, registry: ModelRegistry, limits: KeyLimiter
+    usage: UsageRecorder, registry: ModelRegistry, limits: KeyLimiter, keys: KeyStore
 ) -> ModelCallObserver:
     """Conversation turns record (and charge to the key's limits) their model calls' usage,
     also when a turn resumes in the background after an approval."""
@@ -184,11 +209,15 @@ def _usage_observer(
     async def observe(
         conversation: ConversationInfo, response: ChatResponse, seconds: float
     ) -> None:
+        # The key as it is now (cached), for its team and own limits; a revoked key's turn
+        # still counts against its roles' limits.
+        key = await keys.by_id(conversation.api_key_id)
         usage.record(
             UsageEntry(
                 request_id=conversation.id,
                 api_key_id=conversation.api_key_id,
-                key_name=None,
+                key_name=key.name if key else None,
+                team=key.team if key else None,
                 route="conversation",
                 model=conversation.model,
                 provider=registry.get(conversation.model).config.provider,
@@ -197,23 +226,32 @@ def _usage_observer(
                 latency_ms=round(seconds * 1000),
                 status_code=200,
                 error_type=None,
+                cached_tokens=response.usage.cached_tokens,
+                cache_write_tokens=response.usage.cache_write_tokens,
+                reasoning_tokens=response.usage.reasoning_tokens,
             )
         )
-        requester = Principal(conversation.api_key_id, "", conversation.roles)
+        requester = Principal(
+            conversation.api_key_id,
+            key.name if key else "",
+            conversation.roles,
+            team=key.team if key else None,
+            limits=key.limits if key else None,
+            team_budget=key.team_budget if key else None,
+        )
         await limits.charge(requester, conversation.model, response.usage)
 
     return observe
 
 
-def _key_limiter(settings: Settings) -> KeyLimiter:
+def _key_limiter(settings: Settings, prices: PriceBook, on_alert: BudgetAlertSink) -> KeyLimiter:
     counters: Counters = MemoryCounters()
     if settings.redis_url:
         # Imported only when configured: the Redis client is tens of MB of resident memory.
         from gateway.limits.redis_counters import RedisCounters
 
         counters = RedisCounters(settings.redis_url, settings.redis_key_prefix)
-    prices = {model.name: model.price for model in settings.models}
-    return KeyLimiter(settings.key_limits, counters, prices)
+    return KeyLimiter(settings.key_limits, counters, prices, on_alert=on_alert)
 
 
 async def get_services(request: Request) -> Services:

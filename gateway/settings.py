@@ -17,6 +17,7 @@ from chat_service.config import ToolLoopSettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
 from gateway.limits.config import KeyLimitsConfig
 from gateway.notifications.config import NotificationSettings
+from gateway.retention import RetentionJobSettings
 from gateway.settings_env import (
     ENV_PREFIX,
     referenced_variables,
@@ -71,6 +72,13 @@ class Settings(BaseSettings):
     shutdown_drain_seconds: float = Field(
         25.0, gt=0, description="after SIGTERM, how long in-flight requests and streams may finish"
     )
+    usage_retention_days: int | None = Field(
+        90, gt=0, description="raw usage rows older than this are deleted; hourly rollups stay"
+    )
+    audit_retention_days: int | None = Field(
+        None, gt=0, description="audit events older than this are deleted; unset: kept"
+    )
+    retention: RetentionJobSettings = Field(default_factory=RetentionJobSettings)
     models: list[ModelConfig] = Field(default_factory=list)
     max_messages: int = Field(1000, gt=0, description="more messages in one request get 413")
     max_json_depth: int = Field(64, gt=0, description="deeper JSON bodies get 400")

@@ -9,6 +9,7 @@ from starlette.responses import Response
 
 from gateway.auth import CurrentPrincipal, ServicesDep
 from gateway.responses import json_response
+from gateway.services import Services
 from llm_service.errors import InvalidRequest
 from mcp_client.types import StandardizedTool
 
@@ -21,10 +22,15 @@ async def list_tools(
     services: ServicesDep,
     bundle: str | None = Query(None, description="narrow the list to one named tool bundle"),
 ) -> Response:
-    if bundle is not None and bundle not in services.tools.bundle_names():
-        raise InvalidRequest(f"There is no tool bundle named `{bundle}`.", param="bundle")
+    check_bundle(services, bundle)
     tools = services.tools.visible_tools(principal.roles, bundle)
     return json_response({"object": "list", "data": [_tool_json(tool) for tool in tools]})
+
+
+def check_bundle(services: Services, bundle: str | None) -> None:
+    """A 400 naming ``bundle`` for a bundle the config file does not define."""
+    if bundle is not None and bundle not in services.tools.bundle_names():
+        raise InvalidRequest(f"There is no tool bundle named `{bundle}`.", param="bundle")
 
 
 def _tool_json(tool: StandardizedTool) -> dict[str, Any]:

@@ -1,11 +1,14 @@
-"""Usage accounting, written in batches off the request path and flushed on shutdown."""
+"""Usage accounting, written in batches off the request path and flushed on shutdown; each batch
+also adds to the hourly rollups (``gateway.usage_rollup``) that reports read."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
 
 import structlog
 from sqlalchemy import insert
@@ -13,6 +16,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.models import UsageRecord
+from gateway.pricing import PriceBook
+from gateway.usage_rollup import add_rollups, rollups
+from llm_service.types import Usage
 
 log = structlog.get_logger("gateway.usage")
 _MAX_PENDING = 100_000
@@ -32,15 +38,31 @@ class UsageEntry:
     latency_ms: int
     status_code: int
     error_type: str | None
+    team: str | None = None
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    at: float = field(default_factory=time.time)  # when it happened: the row's created_at
 
 
 # Plain getattr: ``dataclasses.asdict`` deep-copies every value and was half of a flush's CPU,
 # which runs on the event loop and so shows in the latency of the requests it interrupts.
-_COLUMNS = tuple(field.name for field in fields(UsageEntry))
+_COLUMNS = tuple(field.name for field in fields(UsageEntry) if field.name != "at")
 
 
-def _row(entry: UsageEntry) -> dict[str, object]:
-    return {name: getattr(entry, name) for name in _COLUMNS}
+def _row(entry: UsageEntry, prices: PriceBook) -> dict[str, object]:
+    row = {name: getattr(entry, name) for name in _COLUMNS}
+    # Priced here, at flush, rather than on the request path; None when the model is unpriced.
+    usage = Usage(
+        entry.prompt_tokens,
+        entry.completion_tokens,
+        entry.cached_tokens,
+        entry.cache_write_tokens,
+        entry.reasoning_tokens,
+    )
+    row["cost_usd"] = prices.cost(entry.model, usage)
+    row["created_at"] = datetime.fromtimestamp(entry.at, UTC)
+    return row
 
 
 class UsageRecorder:
@@ -51,10 +73,12 @@ class UsageRecorder:
         self,
         sessions: async_sessionmaker[AsyncSession],
         flush_seconds: float,
+        prices: PriceBook,
         batch: int = 500,
         on_record: Callable[[UsageEntry], None] | None = None,
     ) -> None:
         self._sessions = sessions
+        self._prices = prices
         self._on_record = on_record
         self._flush_seconds = flush_seconds
         self._batch = batch
@@ -88,9 +112,12 @@ class UsageRecorder:
                     # on the event loop, which serves requests between slices instead of stalling
                     # for the whole batch.
                     connection = await session.connection()
+                    written: list[dict[str, object]] = []
                     for start in range(0, len(entries), _SLICE):
-                        rows = [_row(e) for e in entries[start : start + _SLICE]]
+                        rows = [_row(e, self._prices) for e in entries[start : start + _SLICE]]
                         await connection.execute(insert(UsageRecord), rows)
+                        written.extend(rows)
+                    await add_rollups(connection, rollups(written))
             except SQLAlchemyError as exc:
                 # Keep them for the next flush rather than lose accounting.
                 self._pending[:0] = entries

@@ -12,7 +12,8 @@ from typing import Protocol
 
 @dataclass(frozen=True, slots=True)
 class KeyState:
-    """A key as it is now: revoked keys are not active; roles and owner as last stored."""
+    """A key as it is now: revoked and expired keys are not active; roles and owner as last
+    stored."""
 
     key_id: int
     active: bool

@@ -1,7 +1,8 @@
 """Tool policies an admin set at run time, stored in the database.
 
 Each is applied on top of the config file's per-tool overrides; a field left unset keeps what
-the config says. Every change is audited.
+the config says. Every change is audited. A policy names its tool by identity (server and the
+tool's name there), so another server offering a tool of the same name never moves it.
 """
 
 from __future__ import annotations
@@ -30,8 +31,18 @@ class ToolPolicySettings(BaseModel):
     )
 
 
+# (server, the tool's name on it); server "" for a policy stored by catalog name before 0009.
+ToolIdentity = tuple[str, str]
+_BY_CATALOG_NAME = ""
+
+
+def identity_of(tool: StandardizedTool) -> ToolIdentity:
+    return (tool.server, tool.original_name)
+
+
 @dataclass(frozen=True, slots=True)
 class ToolPolicy:
+    server: str
     tool_name: str
     enabled: bool | None = None
     roles: frozenset[str] | None = None
@@ -57,6 +68,7 @@ class ToolPolicy:
 
 def _policy(row: ToolPolicyOverride) -> ToolPolicy:
     return ToolPolicy(
+        row.server,
         row.tool_name,
         row.enabled,
         frozenset(row.roles) if row.roles is not None else None,
@@ -71,20 +83,20 @@ class ToolPolicies:
         self._sessions = sessions
         self._clock = clock
 
-    async def all(self) -> dict[str, ToolPolicy]:
+    async def all(self) -> dict[ToolIdentity, ToolPolicy]:
         async with self._sessions() as session:
             rows = await session.scalars(select(ToolPolicyOverride))
-            return {row.tool_name: _policy(row) for row in rows}
+            return {(row.server, row.tool_name): _policy(row) for row in rows}
 
     async def update(
-        self, tool_name: str, changes: dict[str, Any], actor_key_id: int
+        self, tool: StandardizedTool, changes: dict[str, Any], actor_key_id: int
     ) -> ToolPolicy:
-        """Sets the given fields (None clears one back to the config's value); others are kept."""
+        """Sets the given fields (None clears one back to the config's value); others are kept.
+
+        The policy is stored by the tool's identity; one stored by its catalog name before is
+        carried over and removed."""
         async with self._sessions.begin() as session:
-            row = await session.get(ToolPolicyOverride, tool_name, with_for_update=True)
-            if row is None:
-                row = ToolPolicyOverride(tool_name=tool_name)
-                session.add(row)
+            row = await self._row(session, tool)
             before = _policy(row).to_json()
             if "enabled" in changes:
                 row.enabled = changes["enabled"]
@@ -99,11 +111,33 @@ class ToolPolicies:
                 AuditEvent(
                     actor_key_id=actor_key_id,
                     action="tool.policy_changed",
-                    tool_name=tool_name,
-                    detail={"before": before, "after": policy.to_json()},
+                    tool_name=tool.name,
+                    detail={
+                        "server": tool.server,
+                        "original_name": tool.original_name,
+                        "before": before,
+                        "after": policy.to_json(),
+                    },
                 )
             )
             return policy
+
+    @staticmethod
+    async def _row(session: AsyncSession, tool: StandardizedTool) -> ToolPolicyOverride:
+        row = await session.get(ToolPolicyOverride, identity_of(tool), with_for_update=True)
+        legacy = await session.get(
+            ToolPolicyOverride, (_BY_CATALOG_NAME, tool.name), with_for_update=True
+        )
+        if row is None:
+            row = ToolPolicyOverride(server=tool.server, tool_name=tool.original_name)
+            if legacy is not None:
+                row.enabled = legacy.enabled
+                row.roles = legacy.roles
+                row.requires_approval = legacy.requires_approval
+            session.add(row)
+        if legacy is not None:
+            await session.delete(legacy)
+        return row
 
 
 class AppliedPolicies:
@@ -112,20 +146,25 @@ class AppliedPolicies:
 
     def __init__(self, store: ToolPolicies) -> None:
         self._store = store
-        self._current: Mapping[str, ToolPolicy] = {}
+        self._current: Mapping[ToolIdentity, ToolPolicy] = {}
 
     async def refresh(self) -> None:
         self._current = await self._store.all()
 
-    async def change(self, name: str, changes: dict[str, Any], actor_key_id: int) -> ToolPolicy:
+    async def change(
+        self, tool: StandardizedTool, changes: dict[str, Any], actor_key_id: int
+    ) -> ToolPolicy:
         """Stores (and audits) an admin's change and applies it here at once."""
-        policy = await self._store.update(name, changes, actor_key_id)
+        policy = await self._store.update(tool, changes, actor_key_id)
         await self.refresh()
         return policy
 
-    def stored(self, name: str) -> ToolPolicy | None:
-        return self._current.get(name)
+    def stored(self, tool: StandardizedTool) -> ToolPolicy | None:
+        """The policy stored for this tool: by its identity, else (stored before identities) by
+        its catalog name."""
+        policy = self._current.get(identity_of(tool))
+        return policy or self._current.get((_BY_CATALOG_NAME, tool.name))
 
     def apply(self, tool: StandardizedTool) -> StandardizedTool:
-        policy = self._current.get(tool.name)
+        policy = self.stored(tool)
         return tool if policy is None else policy.apply(tool)

@@ -59,9 +59,9 @@ class RuntimeServers:
     async def stored(self) -> dict[str, MCPServerConfig]:
         """The stored servers that are still valid settings, by name."""
         servers: dict[str, MCPServerConfig] = {}
-        for name, raw in (await stored_servers(self._sessions)).items():
+        for name, row in (await stored_servers(self._sessions)).items():
             try:
-                servers[name] = MCPServerConfig.model_validate(raw)
+                servers[name] = MCPServerConfig.model_validate(row.config)
             except ValidationError:
                 continue
         return servers
@@ -82,7 +82,7 @@ class RuntimeServers:
             if not create and row is None:
                 raise ServerNotFound(f"No runtime server named `{config.name}`.", param="name")
             if row is None:
-                row = RuntimeMCPServer(name=config.name)
+                row = RuntimeMCPServer(name=config.name, created_at=utcnow())
                 session.add(row)
             row.config = config.model_dump(mode="json")
             row.updated_at = utcnow()

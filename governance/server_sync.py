@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Set
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -16,16 +18,28 @@ from governance.server_rules import RuntimeServerRules
 from llm_service.errors import InvalidRequest
 from mcp_client.catalog import MCPToolCatalog, policy_of
 from mcp_client.config import MCPServerConfig
+from mcp_client.index import Precedence
 from mcp_client.transports import backend_factory
 
 log = structlog.get_logger("governance.server_sync")
 
 
-async def stored_servers(sessions: async_sessionmaker[AsyncSession]) -> dict[str, dict[str, Any]]:
-    """Every row of ``runtime_mcp_servers``: name -> the server's settings as stored."""
+@dataclass(frozen=True, slots=True)
+class StoredServer:
+    config: dict[str, Any]  # the server's settings as stored
+    created_at: datetime
+
+    def precedence(self, name: str) -> Precedence:
+        """After every config file's server, then oldest first: the same on every replica and
+        across restarts and edits."""
+        return (1, self.created_at.timestamp(), name)
+
+
+async def stored_servers(sessions: async_sessionmaker[AsyncSession]) -> dict[str, StoredServer]:
+    """Every row of ``runtime_mcp_servers``, by name."""
     async with sessions() as session:
         rows = await session.scalars(select(RuntimeMCPServer).order_by(RuntimeMCPServer.name))
-        return {row.name: row.config for row in rows}
+        return {row.name: StoredServer(row.config, row.created_at) for row in rows}
 
 
 class RuntimeServerSync:
@@ -73,7 +87,8 @@ class RuntimeServerSync:
         return frozenset(name for name, config in self._applied.items() if config.trusted)
 
     async def _reconcile(self) -> None:
-        wanted = self._usable(await stored_servers(self._sessions))
+        rows = await stored_servers(self._sessions)
+        wanted = self._usable(rows)
         for name in [name for name, config in self._applied.items() if wanted.get(name) != config]:
             del self._applied[name]
             await self._mcp.remove_server(name)
@@ -83,16 +98,17 @@ class RuntimeServerSync:
                 continue
             # Runtime servers may not read the environment (the rules refuse headers_env).
             factory = backend_factory(config, {})
-            self._mcp.add_server(name, config.transport, policy_of(config), factory)
+            precedence = rows[name].precedence(name)
+            self._mcp.add_server(name, config.transport, policy_of(config), factory, precedence)
             self._applied[name] = config
             log.info("runtime_server_added", server=name, transport=config.transport)
 
-    def _usable(self, rows: dict[str, dict[str, Any]]) -> dict[str, MCPServerConfig]:
+    def _usable(self, rows: dict[str, StoredServer]) -> dict[str, MCPServerConfig]:
         usable: dict[str, MCPServerConfig] = {}
         skipped: dict[str, str] = {}
-        for name, raw in rows.items():
+        for name, row in rows.items():
             try:
-                config = MCPServerConfig.model_validate(raw)
+                config = MCPServerConfig.model_validate(row.config)
                 if name in self._config_names:
                     raise InvalidRequest("the config file defines a server of this name")
                 self._rules.check(config)

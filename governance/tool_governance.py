@@ -170,7 +170,7 @@ class ToolGovernance:
     def _waived(self, tool: StandardizedTool) -> bool:
         """True when an operator or admin said explicitly that this tool needs no approval: MCP
         annotations are the server's untrusted hints and may only make things stricter."""
-        stored = self._policies.stored(tool.name)
+        stored = self._policies.stored(tool)
         if stored is not None and stored.requires_approval is not None:
             return True
         config = self._config_servers.get(tool.server)
@@ -256,15 +256,22 @@ class ToolGovernance:
     # -- admins' tool policies
 
     def admin_policy(self, name: str) -> ToolPolicy | None:
-        """The policy an admin stored for this tool, if any (the config file's otherwise)."""
-        return self._policies.stored(name)
+        """The policy an admin stored for the tool of this catalog name, if any (the config
+        file's otherwise)."""
+        tool = self._catalog.get(name)
+        return None if tool is None else self._policies.stored(tool)
 
     async def change_policy(
         self, name: str, changes: dict[str, Any], actor_key_id: int
-    ) -> ToolPolicy:
+    ) -> ToolPolicy | None:
         """Stores and audits an admin's change (a field set to None follows the config file
-        again); it applies here at once, on other replicas within their refresh."""
-        return await self._policies.change(name, changes, actor_key_id)
+        again) to the tool of this catalog name, kept by the tool's identity (server and name
+        there); it applies here at once, on other replicas within their refresh. None when there
+        is no such tool."""
+        tool = self._catalog.get(name)
+        if tool is None:
+            return None
+        return await self._policies.change(tool, changes, actor_key_id)
 
     # -- tool reviews (pinning)
 

@@ -98,7 +98,8 @@ def judge(call: ToolCall, facts: Facts, roles: Iterable[str] | None) -> Verdict:
     if denied is not None or tool is None:
         return denied or Verdict(None, Denial.UNKNOWN_TOOL)
     if facts.key is not None and not facts.key.active:
-        return Verdict(tool, Denial.KEY_REVOKED, "The requesting API key has been revoked.")
+        reason = "The requesting API key has been revoked or has expired."
+        return Verdict(tool, Denial.KEY_REVOKED, reason)
     allowed_roles = facts.key.roles if facts.key is not None else roles
     if allowed_roles is not None and tool.roles.isdisjoint(allowed_roles):
         reason = f"Tool `{call.name}` is not allowed for this caller's roles."

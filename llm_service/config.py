@@ -7,6 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Provider = Literal["openai", "anthropic", "ollama", "litellm", "mock"]
+ModelKind = Literal["chat", "embedding"]
+EMBEDDING_PROVIDERS = frozenset({"openai", "ollama", "litellm"})
 ToolFormat = Literal[
     "native", "auto", "hermes", "llama3", "pythonic", "mistral", "granite", "deepseek", "generic"
 ]
@@ -42,12 +44,19 @@ class CircuitBreakerConfig(BaseModel):
 
 
 class Price(BaseModel):
-    """What one thousand tokens cost, in whatever currency the spend budgets use."""
+    """What one thousand tokens cost, in US dollars; overrides litellm's price table."""
 
     model_config = ConfigDict(extra="forbid")
 
     input_per_1k: float = Field(0.0, ge=0)
     output_per_1k: float = Field(0.0, ge=0)
+    cached_input_per_1k: float | None = Field(
+        None, ge=0, description="prompt-cache reads; default: the input price"
+    )
+    cache_write_per_1k: float | None = Field(
+        None, ge=0, description="prompt-cache writes (Anthropic); default: the input price"
+    )
+    per_request: float = Field(0.0, ge=0, description="a flat price per request")
 
 
 class DeploymentConfig(BaseModel):
@@ -100,6 +109,9 @@ class ModelConfig(BaseModel):
 
     name: str = Field(min_length=1, description="what callers send as `model`")
     provider: Provider
+    kind: ModelKind = Field(
+        "chat", description="`embedding`: served on /v1/embeddings, and only there"
+    )
     model: str | None = Field(None, description="the upstream model id; defaults to `name`")
     base_url: str | None = None
     api_key_env: str | None = Field(None, description="environment variable holding the key")
@@ -124,7 +136,9 @@ class ModelConfig(BaseModel):
     )
     retry: Retry = Field(default_factory=Retry)
     circuit_breaker: CircuitBreakerConfig = Field(default_factory=CircuitBreakerConfig)
-    price: Price | None = Field(None, description="cost per 1k tokens, for spend budgets")
+    price: Price | None = Field(
+        None, description="USD per 1k tokens; default: litellm's price table"
+    )
 
     @property
     def upstream_model(self) -> str:
@@ -134,6 +148,15 @@ class ModelConfig(BaseModel):
     def _script_only_for_mock(self) -> ModelConfig:
         if self.script and self.provider != "mock":
             raise ValueError("`script` is only valid for provider `mock`")
+        return self
+
+    @model_validator(mode="after")
+    def _embeddings_from_providers_that_embed(self) -> ModelConfig:
+        providers = {self.provider, *(d.provider for d in self.deployments if d.provider)}
+        if self.kind == "embedding" and not providers <= EMBEDDING_PROVIDERS:
+            raise ValueError(
+                "`kind: embedding` needs provider openai, ollama or litellm (for every deployment)"
+            )
         return self
 
     @model_validator(mode="after")

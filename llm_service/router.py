@@ -22,6 +22,7 @@ from llm_service.balancer import Balancer, Upstream
 from llm_service.errors import (
     ContextWindowExceeded,
     GatewayError,
+    InvalidRequest,
     ModelUnavailable,
     UpstreamBadRequest,
     UpstreamError,
@@ -32,7 +33,15 @@ from llm_service.registry import ModelRegistry
 from llm_service.retry import Timing, backoff_seconds, is_retryable
 from llm_service.spans import span
 from llm_service.stream_guard import guarded_stream, internal_error
-from llm_service.types import ChatRequest, ChatResponse, StreamDone, StreamEvent
+from llm_service.types import (
+    ChatRequest,
+    ChatResponse,
+    EmbeddingAdapter,
+    EmbeddingRequest,
+    EmbeddingResponse,
+    StreamDone,
+    StreamEvent,
+)
 
 log = structlog.get_logger("llm_service.router")
 T = TypeVar("T")
@@ -82,26 +91,49 @@ class Router:
         async def attempt(upstream: Upstream, deadline: float) -> tuple[ChatResponse, Served]:
             adapter = upstream.deployment.adapter
             assert adapter is not None  # the balancer hands out available deployments only
-            upstream.begin()
-            try:
-                async with asyncio.timeout(self._remaining(deadline)):
-                    response = await adapter.complete(request)
-            except Exception as exc:
-                error = _as_gateway_error(exc, upstream)
-                self._record(upstream, error)
-                raise error from exc
-            except BaseException:
-                upstream.breaker.release()
-                raise
-            finally:
-                upstream.end()
-            upstream.breaker.record_success()
+            response = await self._whole(upstream, deadline, adapter.complete(request))
             return response, _served(upstream)
 
         with span(self._tracer, f"chat {alias}") as current:
             response, served = await self._route(alias, attempt)
             _annotate(current, served)
             return response, served
+
+    async def embed(
+        self, alias: str, request: EmbeddingRequest
+    ) -> tuple[EmbeddingResponse, Served]:
+        """Embeddings, with the same retries, deadlines, balancing and fallbacks as chat."""
+
+        async def attempt(upstream: Upstream, deadline: float) -> tuple[EmbeddingResponse, Served]:
+            adapter = upstream.deployment.adapter
+            if not isinstance(adapter, EmbeddingAdapter):
+                provider = upstream.deployment.config.provider
+                raise InvalidRequest(f"The provider `{provider}` cannot serve embeddings.")
+            response = await self._whole(upstream, deadline, adapter.embed(request))
+            return response, _served(upstream)
+
+        with span(self._tracer, f"embeddings {alias}") as current:
+            response, served = await self._route(alias, attempt)
+            _annotate(current, served)
+            return response, served
+
+    async def _whole(self, upstream: Upstream, deadline: float, call: Awaitable[T]) -> T:
+        """One whole (not streamed) upstream call within the deadline, told to the breaker."""
+        upstream.begin()
+        try:
+            async with asyncio.timeout(self._remaining(deadline)):
+                result = await call
+        except Exception as exc:
+            error = _as_gateway_error(exc, upstream)
+            self._record(upstream, error)
+            raise error from exc
+        except BaseException:
+            upstream.breaker.release()
+            raise
+        finally:
+            upstream.end()
+        upstream.breaker.record_success()
+        return result
 
     async def stream(self, alias: str, request: ChatRequest) -> RoutedStream:
         async def attempt(upstream: Upstream, deadline: float) -> RoutedStream:

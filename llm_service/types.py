@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +124,13 @@ class ChatRequest:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    """Token counts; the breakdown fields are parts of the totals, zero where not reported."""
+
+    prompt_tokens: int = 0  # every input token, cached ones included (OpenAI's convention)
+    completion_tokens: int = 0  # every output token, reasoning ones included
+    cached_tokens: int = 0  # of prompt_tokens: read from the provider's prompt cache
+    cache_write_tokens: int = 0  # of prompt_tokens: written to it (Anthropic's cache creation)
+    reasoning_tokens: int = 0  # of completion_tokens: hidden reasoning (OpenAI o-series)
 
     @property
     def total_tokens(self) -> int:
@@ -198,3 +203,29 @@ class ChatAdapter(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingRequest:
+    inputs: tuple[str, ...]
+    dimensions: int | None = None  # shorter vectors, where the model supports it
+    user: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingResponse:
+    vectors: tuple[tuple[float, ...], ...]  # one per input, in the inputs' order
+    usage: Usage  # prompt tokens only
+    model: str  # the upstream model that answered
+
+
+@runtime_checkable
+class EmbeddingAdapter(Protocol):
+    """A deployment that can also embed text (a model with ``kind: embedding``).
+
+    Failures are mapped as ``ChatAdapter``'s are.
+    """
+
+    provider: str
+
+    async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse: ...

@@ -12,7 +12,7 @@ from mcp.client.auth import TokenStorage
 from mcp_client.backend import BackendFactory, ToolCall
 from mcp_client.config import CatalogSettings, MCPServerConfig
 from mcp_client.hooks import NO_HOOKS, CallHooks
-from mcp_client.index import ServedTools, build_index, offered_to
+from mcp_client.index import Precedence, ServedTools, build_index, offered_to
 from mcp_client.local_tools import LocalTool, LocalToolBackend
 from mcp_client.oauth import Consent
 from mcp_client.results import error_result, truncate
@@ -41,6 +41,8 @@ class MCPToolCatalog(ToolCatalog):
     def __init__(self, settings: CatalogSettings | None = None) -> None:
         self.settings = settings or CatalogSettings()
         self._servers: dict[str, ServerSupervisor] = {}
+        self._precedence: dict[str, Precedence] = {}
+        self._added = 0  # servers added without a precedence rank by the order they came in
         self._index: dict[str, tuple[StandardizedTool, ServerSupervisor]] = {}
         self._checks: dict[str, ArgumentCheck] = {}  # by definition hash: built once, not per call
         self._running: set[str] = set()
@@ -71,10 +73,19 @@ class MCPToolCatalog(ToolCatalog):
         return catalog
 
     def add_server(
-        self, name: str, transport: str, policy: ServerPolicy, factory: BackendFactory
+        self,
+        name: str,
+        transport: str,
+        policy: ServerPolicy,
+        factory: BackendFactory,
+        precedence: Precedence | None = None,
     ) -> None:
+        """``precedence`` decides which server's tool keeps a name two servers offer (the lowest
+        does); by default servers rank in the order they are added, before any given one."""
         if name in self._servers:
             raise ValueError(f"a tool server named `{name}` already exists")
+        self._added += 1
+        self._precedence[name] = precedence or (0, float(self._added), name)
         self._servers[name] = ServerSupervisor(
             name,
             transport=transport,
@@ -90,6 +101,7 @@ class MCPToolCatalog(ToolCatalog):
         if server is None:
             return
         self._running.discard(name)
+        self._precedence.pop(name, None)
         self._rebuild()  # its tools leave the catalog before the (possibly slow) shutdown
         await server.aclose()
 
@@ -191,7 +203,10 @@ class MCPToolCatalog(ToolCatalog):
         return True
 
     def _rebuild(self) -> None:
-        served = [ServedTools(s.name, s.policy, s.tools) for s in self._servers.values()]
+        served = [
+            ServedTools(s.name, s.policy, s.tools, self._precedence[s.name])
+            for s in self._servers.values()
+        ]
         tools = build_index(served, self.settings.always_namespace)
         self._index = {name: (tool, self._servers[tool.server]) for name, tool in tools.items()}
         live = {tool.definition_hash for tool in tools.values()}

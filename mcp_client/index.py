@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -16,29 +15,39 @@ SEPARATOR = "__"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
+# Which server's tool keeps a contested bare name: the lowest wins. Config servers come first in
+# config order, then runtime servers by creation time; editing a server does not change it.
+Precedence = tuple[int, float, str]
+
+
 @dataclass(frozen=True, slots=True)
 class ServedTools:
     server: str
     policy: ServerPolicy
     tools: Sequence[RemoteTool]
+    precedence: Precedence = (0, 0.0, "")
+
+
+def qualified_name(server: str, tool_name: str) -> str:
+    return f"{server}{SEPARATOR}{_safe(tool_name)}"
 
 
 def build_index(
     served: Iterable[ServedTools], always_namespace: bool
 ) -> dict[str, StandardizedTool]:
-    """Catalog name -> tool. Names two servers share become ``server__tool`` (or all, if asked)."""
-    servers = list(served)
-    counts = Counter(
-        _safe(tool.name) for group in servers for tool in group.tools if _enabled(group, tool)
-    )
+    """Catalog name -> tool. The first claimant of a name (by precedence) keeps it bare; a later
+    server's tool of the same name is ``server__tool`` (every tool is, if asked), so a tool's name
+    never changes because another server appeared."""
     index: dict[str, StandardizedTool] = {}
-    for group in servers:
+    for group in sorted(served, key=lambda group: group.precedence):
         for tool in group.tools:
             if not _enabled(group, tool):
                 continue
             name = _safe(tool.name)
-            if always_namespace or counts[name] > 1:
-                name = f"{group.server}{SEPARATOR}{name}"
+            if always_namespace or name in index:
+                name = qualified_name(group.server, tool.name)
+            if name in index:  # a qualified name a bare one already took: not offered twice
+                continue
             index[name] = _standardize(name, group, tool)
     return index
 
@@ -87,7 +96,7 @@ def in_bundle(tool: StandardizedTool, bundle: BundleConfig) -> bool:
     names = set(bundle.tools)
     return (
         tool.name in names
-        or f"{tool.server}{SEPARATOR}{tool.original_name}" in names
+        or qualified_name(tool.server, tool.original_name) in names
         or f"{tool.server}{SEPARATOR}*" in names
         or (tool.category is not None and tool.category in bundle.categories)
     )

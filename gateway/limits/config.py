@@ -11,13 +11,42 @@ from pydantic import BaseModel, ConfigDict, Field
 class KeyLimits(BaseModel):
     """Limits for one API key; ``null`` means unlimited."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     requests_per_minute: int | None = Field(None, gt=0)
     tokens_per_minute: int | None = Field(None, gt=0)
-    budget_per_day: float | None = Field(
-        None, gt=0, description="spend per UTC day, priced with each model's `price`"
-    )
+    budget_per_day: float | None = Field(None, gt=0, description="USD per UTC day")
+    budget_per_month: float | None = Field(None, gt=0, description="USD per UTC calendar month")
+
+    def tightened_by(self, other: KeyLimits | None) -> KeyLimits:
+        """Both apply: per field, the stricter of the two (a key's own limits on its roles')."""
+        if other is None:
+            return self
+        return KeyLimits(
+            requests_per_minute=_strictest(self.requests_per_minute, other.requests_per_minute),
+            tokens_per_minute=_strictest(self.tokens_per_minute, other.tokens_per_minute),
+            budget_per_day=_strictest(self.budget_per_day, other.budget_per_day),
+            budget_per_month=_strictest(self.budget_per_month, other.budget_per_month),
+        )
+
+    @property
+    def unlimited(self) -> bool:
+        # Plain attribute reads: this runs on every request.
+        return (
+            self.requests_per_minute is None
+            and self.tokens_per_minute is None
+            and self.budget_per_day is None
+            and self.budget_per_month is None
+        )
+
+
+class TeamBudget(BaseModel):
+    """A team's spend budgets, shared by its keys; ``null`` means unlimited."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    budget_per_day: float | None = Field(None, gt=0, description="USD per UTC day")
+    budget_per_month: float | None = Field(None, gt=0, description="USD per UTC calendar month")
 
 
 class KeyLimitsConfig(BaseModel):
@@ -36,6 +65,7 @@ class KeyLimitsConfig(BaseModel):
             requests_per_minute=_most_generous(m.requests_per_minute for m in matching),
             tokens_per_minute=_most_generous(m.tokens_per_minute for m in matching),
             budget_per_day=_most_generous(m.budget_per_day for m in matching),
+            budget_per_month=_most_generous(m.budget_per_month for m in matching),
         )
 
 
@@ -47,3 +77,11 @@ def _most_generous(values: Iterable[N | None]) -> N | None:
     if any(v is None for v in collected):
         return None
     return max(v for v in collected if v is not None)
+
+
+def _strictest(first: N | None, second: N | None) -> N | None:
+    if first is None:
+        return second
+    if second is None:
+        return first
+    return min(first, second)

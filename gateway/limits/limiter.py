@@ -1,6 +1,8 @@
-"""Per-key requests per minute, tokens per minute and spend per day.
+"""Per-key requests and tokens per minute, and key and team spend per day and month.
 
-Fixed windows (the current minute, the current UTC day) keep the check to one counter read or
+A key's limits are its roles' (``key_limits``) tightened by its own (set by an admin); its team's
+budgets apply on top (``gateway.limits.budgets``). Fixed windows (the minute, the UTC day or
+month) keep the check to one counter read or
 increment per limit, which Redis makes atomic across replicas. Tokens and spend are known only
 after the answer, so they are charged then and checked before the next request: a key may
 overshoot by one request's worth, never more.
@@ -9,21 +11,21 @@ overshoot by one request's worth, never more.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 
 import structlog
 
 from gateway.context import RequestContext
 from gateway.keys import Principal
+from gateway.limits.budgets import Budget, BudgetAlert, BudgetAlertSink, budgets
 from gateway.limits.config import KeyLimits, KeyLimitsConfig
 from gateway.limits.counters import Counters, CountersUnavailable
-from llm_service.config import Price
+from gateway.pricing import PriceBook
 from llm_service.errors import GatewayError
 from llm_service.types import Usage
 
 log = structlog.get_logger("gateway.limits")
 MINUTE = 60
-DAY = 86_400
 
 
 class RateLimited(GatewayError):
@@ -41,66 +43,80 @@ class BudgetExceeded(RateLimited):
     code = "budget_exceeded"
 
 
-def cost(price: Price | None, usage: Usage) -> float:
-    if price is None:
-        return 0.0
-    return (
-        usage.prompt_tokens * price.input_per_1k + usage.completion_tokens * price.output_per_1k
-    ) / 1000
-
-
 class KeyLimiter:
     def __init__(
         self,
         config: KeyLimitsConfig,
         counters: Counters,
-        prices: Mapping[str, Price | None],
+        prices: PriceBook,
         clock: Callable[[], float] = time.time,
+        on_alert: BudgetAlertSink | None = None,
     ) -> None:
         self._config = config
         self._counters = counters
-        self._prices = dict(prices)
+        self._prices = prices
         self._clock = clock
+        self._on_alert = on_alert
 
     @property
     def counters(self) -> Counters:
         """The shared counters, for other limits that must hold across replicas (sign-in)."""
         return self._counters
 
+    def limits_for(self, principal: Principal) -> KeyLimits:
+        """The role limits, tightened by the key's own."""
+        return self._config.for_roles(principal.roles).tightened_by(principal.limits)
+
     async def admit(self, principal: Principal) -> None:
         """Raises ``RateLimited`` (429 with ``Retry-After``) when the key is over a limit."""
-        limits = self._config.for_roles(principal.roles)
-        if _unlimited(limits):
+        limits = self.limits_for(principal)
+        if _unlimited(principal, limits):
             return
         try:
-            await self._check(principal.key_id, limits)
+            await self._check(principal, limits)
         except CountersUnavailable as exc:
             # Refusing every caller because the limit store is down would turn a Redis outage
             # into a gateway outage; the limits are protection, not billing.
             log.warning("limits_unavailable", reason=str(exc))
 
     async def charge(self, principal: Principal, alias: str, usage: Usage | None) -> None:
-        limits = self._config.for_roles(principal.roles)
-        if usage is None or _unlimited(limits):
+        limits = self.limits_for(principal)
+        if usage is None or _unlimited(principal, limits):
             return
         now = self._clock()
         try:
             if limits.tokens_per_minute is not None:
                 key = _window_key("tpm", principal.key_id, now, MINUTE)
                 await self._counters.add(key, usage.total_tokens, MINUTE * 2)
-            spent = cost(self._prices.get(alias), usage)
-            if limits.budget_per_day is not None and spent > 0:
-                await self._counters.add(
-                    _window_key("spend", principal.key_id, now, DAY), spent, DAY * 2
-                )
+            # An unpriced model adds nothing here; it is flagged in /readyz instead.
+            spent = self._prices.cost(alias, usage) or 0.0
+            if spent > 0:
+                await self._spend(budgets(principal, limits, now), spent)
         except CountersUnavailable as exc:
             log.warning("limits_unavailable", reason=str(exc))
+
+    async def _spend(self, applicable: list[Budget], spent: float) -> None:
+        for budget in applicable:
+            after = await self._counters.add(budget.counter, spent, budget.ttl_seconds)
+            for threshold in budget.crossed(after - spent, after):
+                alert = BudgetAlert(
+                    budget.scope,
+                    budget.subject,
+                    budget.period,
+                    budget.window,
+                    threshold,
+                    budget.limit,
+                    after,
+                )
+                log.warning("budget_threshold_crossed", **_alert_fields(alert))
+                if self._on_alert is not None:
+                    await self._on_alert(alert)
 
     def charge_after(
         self, body: AsyncIterator[bytes], principal: Principal, alias: str, context: RequestContext
     ) -> AsyncIterator[bytes]:
         """The streamed body, which charges the usage its end recorded; as it is without limits."""
-        if _unlimited(self._config.for_roles(principal.roles)):
+        if _unlimited(principal, self.limits_for(principal)):
             return body  # no extra step for every chunk when nothing is counted
         return self._charged_after(body, principal, alias, context)
 
@@ -111,14 +127,12 @@ class KeyLimiter:
             yield chunk
         await self.charge(principal, alias, context.usage)
 
-    async def _check(self, key_id: int, limits: KeyLimits) -> None:
+    async def _check(self, principal: Principal, limits: KeyLimits) -> None:
         now = self._clock()
-        if limits.budget_per_day is not None:
-            spent = await self._counters.get(_window_key("spend", key_id, now, DAY))
-            if spent >= limits.budget_per_day:
-                raise BudgetExceeded(
-                    "This API key has spent its daily budget.", _until_next(now, DAY)
-                )
+        key_id = principal.key_id
+        for budget in budgets(principal, limits, now):
+            if await self._counters.get(budget.counter) >= budget.limit:
+                raise BudgetExceeded(budget.refusal, budget.retry_after)
         if limits.tokens_per_minute is not None:
             tokens = await self._counters.get(_window_key("tpm", key_id, now, MINUTE))
             if tokens >= limits.tokens_per_minute:
@@ -138,12 +152,13 @@ class KeyLimiter:
         await self._counters.aclose()
 
 
-def _unlimited(limits: KeyLimits) -> bool:
-    return (
-        limits.requests_per_minute is None
-        and limits.tokens_per_minute is None
-        and limits.budget_per_day is None
-    )
+def _unlimited(principal: Principal, limits: KeyLimits) -> bool:
+    team = principal.team_budget
+    return limits.unlimited and (team is None or principal.team is None)
+
+
+def _alert_fields(alert: BudgetAlert) -> dict[str, object]:
+    return {name: getattr(alert, name) for name in BudgetAlert.__slots__}
 
 
 def _window_key(kind: str, key_id: int, now: float, window: int) -> str:

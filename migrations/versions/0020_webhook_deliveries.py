@@ -1,7 +1,7 @@
 """webhook deliveries (the notifications outbox)
 
 Revision ID: 0020
-Revises: 0008
+Revises: 0012
 Create Date: 2026-11-25 17:00:00
 """
 
@@ -12,7 +12,7 @@ from alembic import op
 
 
 revision: str = '0020'
-down_revision: str | None = '0008'
+down_revision: str | None = '0012'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -23,6 +23,26 @@ def test_an_expired_approval_is_rejected_and_the_turn_completes(database_url: st
         assert late.status_code == 409
 
 
+def test_an_approval_expires_and_its_turn_resumes_at_its_expiry_not_at_the_next_sweep(
+    database_url: str,
+) -> None:
+    # The sweeper passes once at start and then not for an hour: only the expiry timer of the
+    # replica that parked the turn can resume it.
+    with loop_stack_on(
+        database_url, approval_expiry_seconds=0.3, sweep_interval_seconds=3600
+    ) as stack:
+        conversation_id, turn = start(stack, "loop")
+        record_id = pending_call(turn)["record_id"]
+
+        events = follow(stack, conversation_id)
+
+        assert events[-1] == ("turn.finished", {"status": "completed"})
+        final = conversation(stack, conversation_id)
+        [call] = [c for c in final["tool_calls"] if c["record_id"] == record_id]
+        assert call["state"] == "expired"
+        assert ("transfer_money", {"amount": 5}) not in stack.catalog.calls
+
+
 def test_tool_calls_beyond_the_turn_budget_are_denied(database_url: str) -> None:
     with loop_stack_on(database_url, max_tool_calls_per_turn=1) as stack:
         _, turn = start(stack, "rogue")  # asks for two tools in one round

@@ -1,12 +1,15 @@
-"""Key lookups under load: concurrent requests for an uncached key share one database query."""
+"""Key lookups under load: concurrent requests for an uncached key share one database query.
+The state governance decides on: an expired key is as inactive as a revoked one."""
 
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import event
 
+from db.base import utcnow
 from db.engine import create_engine, session_factory
 from gateway.keys import KeyStore
 from migrations.commands import upgrade
@@ -34,3 +37,24 @@ async def test_concurrent_lookups_of_one_key_make_one_query(sqlite_url: str) -> 
     assert None not in principals
     assert again == principals[0]
     assert len(queries) == 1
+
+
+async def test_an_expired_key_is_inactive_for_decisions(sqlite_url: str) -> None:
+    await asyncio.to_thread(upgrade, sqlite_url)
+    engine = create_engine(sqlite_url)
+    store = KeyStore(session_factory(engine), cache_seconds=60)
+    _, info = await store.create("team-a", ["user"], owner="ana")
+    try:
+        before = await store.key_state(info.id)
+        past = utcnow() - timedelta(minutes=1)
+        await store.change(info.id, {"expires_at": past}, actor_key_id=None)
+        after = await store.key_state(info.id)
+    finally:
+        await engine.dispose()
+
+    assert before is not None
+    assert before.active
+    assert after is not None
+    assert not after.active
+    assert after.roles == frozenset({"user"})
+    assert after.owner == "ana"

@@ -55,7 +55,7 @@ async def test_a_policy_change_applies_at_once_and_is_audited(governed: Governed
         assert gov.tools.admin_policy("get_time") is None
         stored = await gov.tools.change_policy("get_time", {"enabled": False}, actor_key_id=7)
 
-        assert stored == ToolPolicy("get_time", enabled=False)
+        assert stored == ToolPolicy("desk", "get_time", enabled=False)
         assert gov.tools.admin_policy("get_time") == stored
         tool = gov.tools.tool("get_time")
         assert tool is not None

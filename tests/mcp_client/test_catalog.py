@@ -83,19 +83,42 @@ def _names(tools: list[Any]) -> set[str]:
     return {tool.name for tool in tools}
 
 
-async def test_colliding_names_are_namespaced_and_unique_ones_are_not(
+async def test_the_first_server_keeps_a_shared_name_and_a_later_one_is_namespaced(
     catalog: MCPToolCatalog,
 ) -> None:
     names = _names(catalog.get_tools_for_llm(["user", "admin"]))
-    assert {"alpha__echo", "beta__echo", "alpha__hang", "beta__hang", "double"} <= names
-    assert "echo" not in names
-    assert "alpha__mixed" not in names  # disabled by override; beta's `mixed` is then unique
+    assert {"echo", "beta__echo", "hang", "beta__hang", "double"} <= names
+    assert "alpha__echo" not in names
+    assert "beta__mixed" not in names  # alpha's is disabled by override: beta's takes the name
     assert "mixed" in names
-    tool = catalog.get("alpha__echo")
+    tool = catalog.get("echo")
     assert tool is not None
     assert (tool.server, tool.original_name) == ("alpha", "echo")
     assert tool.parameters["properties"]["text"]["type"] == "string"
     assert all(status.state == "ready" for status in catalog.status().values())
+
+
+async def test_precedence_not_arrival_decides_which_server_keeps_a_shared_name(
+    alpha: DemoServer, beta: DemoServer
+) -> None:
+    users = ServerPolicy(roles=frozenset({"user"}))
+    catalog = MCPToolCatalog()
+    catalog.add_server("newer", "x", users, in_process(alpha.server), precedence=(1, 2.0, "newer"))
+    await catalog.start()
+    try:
+        assert catalog.get("echo") is not None
+        # Rank, not arrival, decides, so every replica names the tools alike: a higher-ranked
+        # server that comes up later (e.g. down since start) takes the bare name.
+        catalog.add_server("older", "x", users, in_process(beta.server), (1, 1.0, "older"))
+        await catalog.start()
+        echo, newer = catalog.get("echo"), catalog.get("newer__echo")
+        assert echo is not None
+        assert echo.server == "older"
+        assert newer is not None
+        assert (newer.server, newer.original_name) == ("newer", "echo")
+        assert (await catalog.call_tool("echo", {"text": "hi"})).content == "beta:hi"
+    finally:
+        await catalog.aclose()
 
 
 async def test_always_namespace_prefixes_every_tool(alpha: DemoServer) -> None:
@@ -112,15 +135,15 @@ async def test_always_namespace_prefixes_every_tool(alpha: DemoServer) -> None:
 
 async def test_roles_filter_tools_and_overrides_apply(catalog: MCPToolCatalog) -> None:
     user = _names(catalog.get_tools_for_llm(["user"]))
-    assert "alpha__echo" in user
+    assert "echo" in user
     assert "beta__echo" not in user  # beta is admin-only
-    assert "alpha__fail" not in user  # the override narrows it to admin
-    assert "alpha__fail" in _names(catalog.get_tools_for_llm(["admin"]))
+    assert "fail" not in user  # the override narrows it to admin
+    assert "fail" in _names(catalog.get_tools_for_llm(["admin"]))
     assert catalog.get_tools_for_llm(["nobody"]) == []
-    grow = catalog.get("alpha__grow")
+    grow = catalog.get("grow")
     assert grow is not None
     assert (grow.requires_approval, grow.auto_approved) == (True, True)
-    echo = catalog.get("alpha__echo")
+    echo = catalog.get("echo")
     assert echo is not None
     assert (echo.requires_approval, echo.auto_approved) == (False, False)
 
@@ -129,11 +152,11 @@ async def test_bundles_granted_to_roles_and_selected_per_request(catalog: MCPToo
     # `intern` is granted only the math bundle, although the local server allows it everything.
     assert _names(catalog.get_tools_for_llm(["intern"])) == {"double"}
     both = catalog.get_tools_for_llm(["user", "admin"], bundle="echoes")
-    assert _names(both) == {"alpha__echo", "beta__echo"}
-    assert _names(catalog.get_tools_for_llm(["user"], bundle="echoes")) == {"alpha__echo"}
+    assert _names(both) == {"echo", "beta__echo"}
+    assert _names(catalog.get_tools_for_llm(["user"], bundle="echoes")) == {"echo"}
     beta_only = _names(catalog.get_tools_for_llm(["admin"], bundle="beta-only"))
     assert "beta__echo" in beta_only
-    assert "alpha__fail" not in beta_only
+    assert "fail" not in beta_only
     assert catalog.get_tools_for_llm(["user"], bundle="no-such-bundle") == []
 
 
@@ -145,13 +168,13 @@ async def test_calls_reach_the_right_server(catalog: MCPToolCatalog) -> None:
 
 
 async def test_invalid_arguments_are_refused_before_sending(catalog: MCPToolCatalog) -> None:
-    missing = await catalog.call_tool("alpha__echo", {})
+    missing = await catalog.call_tool("echo", {})
     assert missing.is_error
     assert "'text' is a required property" in missing.content
-    wrong_type = await catalog.call_tool("alpha__echo", {"text": 5})
+    wrong_type = await catalog.call_tool("echo", {"text": 5})
     assert wrong_type.is_error
     assert "text: 5 is not of type 'string'" in wrong_type.content
-    unknown = await catalog.call_tool("alpha__echo", {"text": "a", "loud": True})
+    unknown = await catalog.call_tool("echo", {"text": "a", "loud": True})
     assert unknown.is_error
     assert "unknown argument `loud`" in unknown.content
     nothing = await catalog.call_tool("no_such_tool", {})
@@ -161,16 +184,16 @@ async def test_invalid_arguments_are_refused_before_sending(catalog: MCPToolCata
 async def test_a_hanging_tool_times_out_and_the_server_sees_the_cancellation(
     catalog: MCPToolCatalog, alpha: DemoServer
 ) -> None:
-    result = await catalog.call_tool("alpha__hang", {}, timeout=0.3)
+    result = await catalog.call_tool("hang", {}, timeout=0.3)
     assert result.is_error
     assert "cancelled" in result.content
     assert await asyncio.to_thread(alpha.hang_cancelled.wait, 10)
     # The server is still usable afterwards.
-    assert (await catalog.call_tool("alpha__echo", {"text": "ok"})).content == "alpha:ok"
+    assert (await catalog.call_tool("echo", {"text": "ok"})).content == "alpha:ok"
 
 
 async def test_a_huge_result_is_truncated_with_a_marker(catalog: MCPToolCatalog) -> None:
-    result = await catalog.call_tool("alpha__huge", {})
+    result = await catalog.call_tool("huge", {})
     assert result.truncated
     assert not result.is_error
     assert result.content.startswith("x" * 1000)
@@ -178,7 +201,7 @@ async def test_a_huge_result_is_truncated_with_a_marker(catalog: MCPToolCatalog)
 
 
 async def test_is_error_and_handler_failures_become_error_results(catalog: MCPToolCatalog) -> None:
-    failed = await catalog.call_tool("alpha__fail", {})
+    failed = await catalog.call_tool("fail", {})
     assert failed.is_error
     assert "the backend is on fire" in failed.content
     exploded = await catalog.call_tool("explode", {})
@@ -198,7 +221,7 @@ async def test_mixed_content_becomes_readable_text(catalog: MCPToolCatalog) -> N
 
 async def test_a_changed_tool_list_reaches_the_catalog(catalog: MCPToolCatalog) -> None:
     assert catalog.get("late") is None
-    grown = await catalog.call_tool("alpha__grow", {})
+    grown = await catalog.call_tool("grow", {})
     assert grown.content == "grown"
     assert await catalog.wait_for(lambda: catalog.get("late") is not None, timeout=10)
     assert (await catalog.call_tool("late", {})).content == "late answer"

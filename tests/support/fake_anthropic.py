@@ -212,10 +212,11 @@ def _message(body: dict[str, Any], reply: FakeReply) -> dict[str, Any]:
         "stop_reason": stop,
         "stop_sequence": None,
         "usage": {
-            "input_tokens": reply.prompt_tokens,
+            # Anthropic counts cache reads and writes apart from ``input_tokens``.
+            "input_tokens": reply.prompt_tokens - reply.cached_tokens - reply.cache_write_tokens,
             "output_tokens": reply.completion_tokens,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": reply.cache_write_tokens,
+            "cache_read_input_tokens": reply.cached_tokens,
         },
     }
 

@@ -1,4 +1,5 @@
-"""A wire-faithful fake of Ollama's native API (``POST /api/chat``, ``GET /api/tags``).
+"""A wire-faithful fake of Ollama's native API (``POST /api/chat``, ``POST /api/embed``,
+``GET /api/tags``).
 
 Streams are NDJSON: content pieces, each tool call whole in one chunk (with ``arguments`` as an
 object), then a final ``done: true`` chunk with ``done_reason`` and token counts. Like real
@@ -6,7 +7,9 @@ Ollama, ``done_reason`` is ``stop`` even when the model called tools, and calls 
 
 Like Ollama it refuses (400 ``{"error": ...}``) tool-call arguments that are not objects and
 tool messages without ``tool_name``. It keeps the tools exactly as posted, so tests can see
-whether a schema survived the client.
+whether a schema survived the client. ``/api/embed`` answers ``input`` (a string or a list) with
+``embeddings`` (one vector per input: ``fake_vector``, ``dimensions`` long, default 8) and
+``prompt_eval_count``; a model it does not have gets 404 as from Ollama.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.support.fake_anthropic import Fault
-from tests.support.fake_openai import FakeReply
+from tests.support.fake_openai import FakeReply, fake_vector
 
 _CREATED_AT = "2026-01-01T00:00:00.000000Z"
 
@@ -41,6 +44,7 @@ class FakeOllama:
         return Starlette(
             routes=[
                 Route("/api/chat", self._chat, methods=["POST"]),
+                Route("/api/embed", self._embed, methods=["POST"]),
                 Route("/api/tags", self._tags, methods=["GET"]),
             ]
         )
@@ -48,6 +52,27 @@ class FakeOllama:
     async def _tags(self, request: Request) -> Response:
         return JSONResponse(
             {"models": [{"name": m, "model": m, "size": 1, "digest": "0"} for m in self.models]}
+        )
+
+    async def _embed(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(body)
+        model = body.get("model")
+        if model not in self.models and f"{model}:latest" not in self.models:
+            return JSONResponse({"error": f"model '{model}' not found"}, 404)
+        inputs = body.get("input")
+        texts = [inputs] if isinstance(inputs, str) else inputs
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            return JSONResponse({"error": "invalid input type"}, 400)
+        dimensions = body.get("dimensions") or 8
+        return JSONResponse(
+            {
+                "model": body["model"],
+                "embeddings": [fake_vector(text, dimensions) for text in texts],
+                "total_duration": 1000,
+                "load_duration": 100,
+                "prompt_eval_count": sum(len(t.split()) for t in texts),
+            }
         )
 
     async def _chat(self, request: Request) -> Response:

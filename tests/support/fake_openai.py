@@ -1,14 +1,21 @@
-"""A wire-faithful fake of the OpenAI Chat Completions API.
+"""A wire-faithful fake of the OpenAI Chat Completions and Embeddings APIs.
 
 Tests queue replies; the fake answers them in order (or echoes), whole or streamed exactly as
 OpenAI streams: a role chunk, content deltas, tool-call deltas whose id and name come first and
 whose arguments are split across chunks, a finish chunk, an optional usage chunk, ``[DONE]``.
+
+``POST /v1/embeddings`` answers a string or a list of strings with deterministic vectors
+(``fake_vector``) of ``dimensions`` floats (default 8), as floats or as base64 little-endian
+float32, as OpenAI does; it refuses what OpenAI refuses (empty input, an unknown encoding).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
+import struct
 import threading
 import time
 from collections import deque
@@ -37,8 +44,11 @@ class FakeReply:
     error: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     finish_reason: str | None = None
-    prompt_tokens: int = 11
-    completion_tokens: int = 7
+    prompt_tokens: int = 11  # all input tokens, cached ones included (OpenAI's convention)
+    completion_tokens: int = 7  # all output tokens, reasoning ones included
+    cached_tokens: int = 0  # of prompt_tokens: prompt-cache reads
+    cache_write_tokens: int = 0  # of prompt_tokens: Anthropic's cache creation
+    reasoning_tokens: int = 0  # of completion_tokens
     # Fault modes. ``hang``: never answer (until the client gives up and disconnects);
     # ``first_byte_delay``: seconds before the headers; ``garbage``: a 200 that is not JSON;
     # ``truncate_after``: a stream cut after that many chunks, without a finish or [DONE];
@@ -70,12 +80,49 @@ class FakeOpenAI:
         return Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/embeddings", self._embeddings, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
             ]
         )
 
     async def _models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": []})
+
+    async def _embeddings(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        if self.outage is not None:
+            error = self.outage.error or {"message": "fake failure", "type": "server_error"}
+            return JSONResponse({"error": error}, self.outage.status, headers=self.outage.headers)
+        inputs = body.get("input")
+        texts = [inputs] if isinstance(inputs, str) else inputs
+        encoding = body.get("encoding_format", "float")
+        dimensions = body.get("dimensions", 8)
+        if (
+            not texts
+            or not all(isinstance(t, str) and t for t in texts)
+            or encoding not in ("float", "base64")
+            or not isinstance(dimensions, int)
+            or dimensions < 1
+        ):
+            error = {"message": "invalid embeddings request", "type": "invalid_request_error"}
+            return JSONResponse({"error": error}, 400)
+        data = []
+        for index, text in enumerate(texts):
+            vector = fake_vector(text, dimensions)
+            packed = base64.b64encode(struct.pack(f"<{dimensions}f", *vector)).decode()
+            embedding: Any = vector if encoding == "float" else packed
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        tokens = sum(len(t.split()) for t in texts)
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": data,
+                "model": body["model"],
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
 
     async def _chat(self, request: Request) -> Response:
         body = await request.json()
@@ -136,17 +183,30 @@ async def _faulty(
         sent += 1
 
 
+def fake_vector(text: str, dimensions: int = 8) -> list[float]:
+    """A deterministic vector for ``text``, exactly representable as float32."""
+    digest = hashlib.sha256(text.encode()).digest()
+    return [(digest[i % len(digest)] - 128) / 128 for i in range(dimensions)]
+
+
 def _echo(body: dict[str, Any]) -> FakeReply:
     last = body["messages"][-1]
     content = last.get("content")
     return FakeReply(text=f"fake says: {content if isinstance(content, str) else 'parts'}")
 
 
-def _usage(reply: FakeReply) -> dict[str, int]:
+def _usage(reply: FakeReply) -> dict[str, Any]:
     return {
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
         "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": reply.reasoning_tokens,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
     }
 
 

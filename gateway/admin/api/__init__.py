@@ -11,6 +11,7 @@ from gateway.admin.api import (
     keys,
     reviews,
     servers,
+    teams,
     tools,
     usage,
     webhooks,
@@ -19,6 +20,17 @@ from gateway.admin.api import (
 
 def admin_router() -> APIRouter:
     router = APIRouter()
-    for module in (keys, audit, usage, compatibility, tools, servers, reviews, approvals, webhooks):
+    for module in (
+        keys,
+        teams,
+        audit,
+        usage,
+        compatibility,
+        tools,
+        servers,
+        reviews,
+        approvals,
+        webhooks,
+    ):
         router.include_router(module.router)
     return router

@@ -1,17 +1,21 @@
-"""API keys: create (the key is returned this once), list, revoke."""
+"""API keys: create (the key is returned this once), list, change settings, revoke."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from gateway.admin import RowId
+from gateway.admin.api.teams import TEAM_PATTERN
 from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.keys import KeyInfo
+from gateway.limits.config import KeyLimits
 from gateway.responses import json_response
 from llm_service.errors import GatewayError, InvalidRequest
 
@@ -39,6 +43,23 @@ class NewKey(BaseModel):
     )
 
 
+class KeyChanges(BaseModel):
+    """``PATCH`` body: a field left out keeps its value; ``null`` clears it (not name/owner)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(None, min_length=1, max_length=200)
+    owner: str | None = Field(None, min_length=1, max_length=200)
+    team: str | None = Field(None, pattern=TEAM_PATTERN)
+    expires_at: AwareDatetime | None = None
+    allowed_models: list[str] | None = Field(None, max_length=500)
+    limits: KeyLimits | None = None
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
 def key_json(info: KeyInfo) -> dict[str, Any]:
     return {
         "object": "api_key",
@@ -48,7 +69,33 @@ def key_json(info: KeyInfo) -> dict[str, Any]:
         "prefix": info.prefix,
         "roles": list(info.roles),
         "revoked": info.revoked,
+        "team": info.team,
+        "created_at": _iso(info.created_at),
+        "last_used_at": _iso(info.last_used_at),
+        "expires_at": _iso(info.expires_at),
+        "allowed_models": list(info.allowed_models) if info.allowed_models is not None else None,
+        "limits": info.limits.model_dump() if info.limits is not None else None,
     }
+
+
+def stored_changes(body: KeyChanges, known_models: Iterable[str]) -> dict[str, object]:
+    """The columns to set, checked: 400 naming the field otherwise."""
+    changes: dict[str, object] = {}
+    for name in sorted(body.model_fields_set):
+        value = getattr(body, name)
+        if name in ("name", "owner"):
+            if value is None or not value.strip():
+                raise InvalidRequest(f"`{name}` cannot be empty.", param=name)
+            value = value.strip()
+        elif name == "allowed_models" and value is not None:
+            unknown = sorted(set(value) - set(known_models))
+            if unknown:
+                raise InvalidRequest(f"Unknown models: {', '.join(unknown)}.", param=name)
+            value = sorted(set(value))
+        elif name == "limits" and value is not None:
+            value = value.model_dump() if not value.unlimited else None
+        changes[name] = value
+    return changes
 
 
 def validate_roles(roles: list[str]) -> list[str]:
@@ -74,6 +121,17 @@ async def create_key(body: NewKey, principal: AdminPrincipal, services: Services
         body.name.strip(), validate_roles(body.roles), owner or None, principal.key_id
     )
     return json_response({**key_json(info), "key": key}, status=201)
+
+
+@router.patch("/{key_id}")
+async def change_key(
+    key_id: RowId, body: KeyChanges, principal: AdminPrincipal, services: ServicesDep
+) -> Response:
+    models = [model.name for model in services.settings.models]
+    info = await services.keys.change(key_id, stored_changes(body, models), principal.key_id)
+    if info is None:
+        raise KeyNotFound(f"No active key with id {key_id}.", param="key_id")
+    return json_response(key_json(info))
 
 
 @router.post("/{key_id}/revoke")

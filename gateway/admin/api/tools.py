@@ -96,7 +96,8 @@ async def change_policy(
     _find(services.tools, name)
     if changes.get("roles") is not None:
         changes = {**changes, "roles": validate_roles(changes["roles"])}
-    await services.tools.change_policy(name, changes, actor_key_id)
+    if await services.tools.change_policy(name, changes, actor_key_id) is None:
+        raise ToolNotFound(f"Tool `{name}` does not exist.", param="name")  # it just went away
     return tool_policy_json(services.tools, _find(services.tools, name))
 
 

@@ -1,67 +1,221 @@
-"""Usage aggregated per key and model over ``usage_records``."""
+"""Usage and spend, answered from the hourly rollups (``usage_hourly``), never the raw rows.
+
+Grouped by any of key, team, model and provider, in total or per day or hour, as JSON or CSV.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
-from sqlalchemy import case, func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.responses import Response
 
 from db.base import utcnow
-from db.models import ApiKey, UsageRecord
+from db.models import LATENCY_BUCKETS_MS, LATENCY_COLUMNS, ApiKey, UsageHourly
 from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.responses import json_response
+from llm_service.errors import InvalidRequest
 
 router = APIRouter(prefix="/v1/admin/usage", tags=["admin"])
+
+Dimension = Literal["key", "team", "model", "provider"]
+Interval = Literal["total", "day", "hour"]
+DIMENSIONS: dict[str, Any] = {
+    "key": UsageHourly.api_key_id,
+    "team": UsageHourly.team,
+    "model": UsageHourly.model,
+    "provider": UsageHourly.provider,
+}
+TOTALS = (
+    "requests",
+    "errors",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "reasoning_tokens",
+    "cost_usd",
+    "unpriced_requests",
+    "latency_ms_sum",
+    *LATENCY_COLUMNS,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageQuery:
+    since: datetime
+    by: tuple[Dimension, ...] = ("key", "model")
+    interval: Interval = "total"
+
+
+def parse_dimensions(text: str) -> tuple[Dimension, ...]:
+    wanted = tuple(part.strip() for part in text.split(",") if part.strip())
+    bad = [part for part in wanted if part not in DIMENSIONS]
+    if bad or len(set(wanted)) != len(wanted):
+        raise InvalidRequest(
+            "`by` takes distinct names among key, team, model, provider, comma-separated.",
+            param="by",
+        )
+    return wanted  # type: ignore[return-value]  # checked against DIMENSIONS above
+
+
+def _period(interval: Interval, dialect: str) -> Any:
+    if interval == "hour":
+        return UsageHourly.hour
+    if interval == "day":
+        if dialect == "postgresql":
+            return func.date_trunc("day", func.timezone("UTC", UsageHourly.hour))
+        return func.substr(UsageHourly.hour, 1, 10)  # SQLite stores "YYYY-MM-DD HH:..."
+    return None
+
+
+def _period_text(value: object, interval: Interval) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d" if interval == "day" else "%Y-%m-%dT%H:00:00Z")
+    return str(value)[:10]
+
+
+async def usage_report(
+    sessions: async_sessionmaker[AsyncSession], query: UsageQuery
+) -> list[dict[str, Any]]:
+    since_hour = query.since.replace(minute=0, second=0, microsecond=0)
+    async with sessions() as session:
+        dialect = session.get_bind().dialect.name
+        period = _period(query.interval, dialect)
+        keys: list[ColumnElement[Any]] = [DIMENSIONS[name] for name in query.by]
+        if period is not None:
+            keys.insert(0, period.label("period"))
+        sums = [func.sum(getattr(UsageHourly, name)) for name in TOTALS]
+        statement = (
+            select(*keys, *sums)
+            .where(UsageHourly.hour >= since_hour)
+            .group_by(*keys)
+            .order_by(
+                *([keys[0]] if period is not None else []), func.sum(UsageHourly.cost_usd).desc()
+            )
+        )
+        result = (await session.execute(statement)).all()
+        names = await _key_names(session, query, result, period is not None)
+    return [_row(query, tuple(values), names, period is not None) for values in result]
+
+
+async def _key_names(
+    session: AsyncSession, query: UsageQuery, result: Sequence[Any], has_period: bool
+) -> dict[int, str]:
+    if "key" not in query.by:
+        return {}
+    position = query.by.index("key") + (1 if has_period else 0)
+    ids = {values[position] for values in result if values[position]}
+    if not ids:
+        return {}
+    rows = await session.execute(select(ApiKey.id, ApiKey.name).where(ApiKey.id.in_(ids)))
+    return {key_id: name for key_id, name in rows.all()}
+
+
+def _row(
+    query: UsageQuery, values: tuple[Any, ...], names: dict[int, str], has_period: bool
+) -> dict[str, Any]:
+    row: dict[str, Any] = {"object": "usage"}
+    if has_period:
+        row["period"] = _period_text(values[0], query.interval)
+        values = values[1:]
+    for name, value in zip(query.by, values, strict=False):
+        if name == "key":
+            row["key_id"] = value or None
+            row["key_name"] = names.get(value) if value else None
+        else:
+            row[name] = value or None
+    totals = dict(zip(TOTALS, values[len(query.by) :], strict=True))
+    requests = int(totals["requests"] or 0)
+    buckets = [int(totals[name] or 0) for name in LATENCY_COLUMNS]
+    row |= {
+        "requests": requests,
+        "errors": int(totals["errors"] or 0),
+        "prompt_tokens": int(totals["prompt_tokens"] or 0),
+        "completion_tokens": int(totals["completion_tokens"] or 0),
+        "cached_tokens": int(totals["cached_tokens"] or 0),
+        "reasoning_tokens": int(totals["reasoning_tokens"] or 0),
+        "cost_usd": round(float(totals["cost_usd"] or 0), 6),
+        "unpriced_requests": int(totals["unpriced_requests"] or 0),
+        "mean_latency_ms": round(int(totals["latency_ms_sum"] or 0) / requests) if requests else 0,
+        "p50_latency_ms": latency_quantile(buckets, 0.5),
+        "p95_latency_ms": latency_quantile(buckets, 0.95),
+    }
+    return row
+
+
+def latency_quantile(buckets: Sequence[int], quantile: float) -> int | None:
+    """The upper bound of the histogram bucket holding the quantile (None above the last one)."""
+    total = sum(buckets)
+    if not total:
+        return None
+    seen = 0
+    for bound, count in zip(LATENCY_BUCKETS_MS, buckets, strict=False):
+        seen += count
+        if seen >= quantile * total:
+            return bound
+    return None
 
 
 async def usage_rows(
     sessions: async_sessionmaker[AsyncSession], since: datetime
 ) -> list[dict[str, Any]]:
-    errors = func.sum(case((UsageRecord.status_code >= 400, 1), else_=0))
-    query = (
-        select(
-            UsageRecord.api_key_id,
-            ApiKey.name,
-            UsageRecord.model,
-            func.count(UsageRecord.id),
-            func.sum(UsageRecord.prompt_tokens),
-            func.sum(UsageRecord.completion_tokens),
-            errors,
-            func.avg(UsageRecord.latency_ms),
-        )
-        .outerjoin(ApiKey, ApiKey.id == UsageRecord.api_key_id)
-        .where(UsageRecord.created_at >= since)
-        .group_by(UsageRecord.api_key_id, ApiKey.name, UsageRecord.model)
-        .order_by(func.count(UsageRecord.id).desc())
-    )
-    async with sessions() as session:
-        result = await session.execute(query)
-    return [
-        {
-            "object": "usage",
-            "key_id": key_id,
-            "key_name": name,
-            "model": model,
-            "requests": int(requests),
-            "prompt_tokens": int(prompt or 0),
-            "completion_tokens": int(completion or 0),
-            "errors": int(failed or 0),
-            "mean_latency_ms": round(float(latency or 0)),
-        }
-        for key_id, name, model, requests, prompt, completion, failed, latency in result.all()
-    ]
+    """Per key and model since ``since`` (the UI's table)."""
+    return await usage_report(sessions, UsageQuery(since))
 
 
-@router.get("")
-async def usage_report(
+def as_csv(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return ""
+    columns = [name for name in rows[0] if name != "object"]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({name: _cell(value) for name, value in row.items()} for row in rows)
+    return out.getvalue()
+
+
+def _cell(value: object) -> object:
+    # A key or team name starting like a formula must not run as one in a spreadsheet.
+    if isinstance(value, str) and value.startswith(("=", "+", "-", "@", "\t", "\r")):
+        return "'" + value
+    return value
+
+
+USAGE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Usage rows as JSON, or as CSV with `format=csv`",
+        "content": {"application/json": {}, "text/csv": {"schema": {"type": "string"}}},
+    }
+}
+
+
+@router.get("", responses=USAGE_RESPONSES)
+async def usage_endpoint(
     principal: AdminPrincipal,
     services: ServicesDep,
-    days: int = Query(30, ge=1, le=3650, description="how many days back to aggregate"),
+    *,
+    days: Annotated[int, Query(ge=1, le=3650, description="how many days back")] = 30,
+    by: Annotated[str, Query(description="comma-separated: key, team, model, provider")] = (
+        "key,model"
+    ),
+    interval: Annotated[Interval, Query(description="total, or a row per day or hour")] = "total",
+    format: Annotated[Literal["json", "csv"], Query()] = "json",
 ) -> Response:
     since = utcnow() - timedelta(days=days)
-    rows = await usage_rows(services.sessions, since)
+    rows = await usage_report(services.sessions, UsageQuery(since, parse_dimensions(by), interval))
+    if format == "csv":
+        return Response(
+            as_csv(rows),
+            media_type="text/csv; charset=utf-8",
+            headers={"content-disposition": 'attachment; filename="usage.csv"'},
+        )
     return json_response({"object": "list", "since": since.isoformat(), "data": rows})

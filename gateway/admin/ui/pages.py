@@ -1,26 +1,24 @@
-"""The read-mostly pages: keys (create, revoke), audit log, usage."""
+"""The read-mostly pages: keys (create, change settings, revoke) and the audit log."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Query, Request
+from pydantic import ValidationError
 from starlette.responses import RedirectResponse, Response
 
 from db.base import MAX_ROW_ID, utcnow
 from gateway.admin import RowId
 from gateway.admin.api.audit import AuditFilter, audit_page
-from gateway.admin.api.keys import validate_roles
-from gateway.admin.api.usage import usage_rows
+from gateway.admin.api.keys import stored_changes, validate_roles
 from gateway.admin.ui.rendering import render
 from gateway.admin.ui.security import SecuredRoute, SignedIn, check_csrf
+from gateway.admin.ui.spend_pages import first_error, form_changes, spend_this_month
 from gateway.auth import ServicesDep
-from llm_service.errors import InvalidRequest
+from llm_service.errors import GatewayError, InvalidRequest
 
 router = APIRouter(prefix="/admin", route_class=SecuredRoute, include_in_schema=False)
-
-USAGE_WINDOWS = (1, 7, 30, 90)
 
 
 async def _keys_page(
@@ -31,7 +29,13 @@ async def _keys_page(
     error: str | None = None,
 ) -> Response:
     keys = await services.keys.list()
-    context = {"keys": keys, "created": created, "error": error}
+    context = {
+        "keys": keys,
+        "created": created,
+        "error": error,
+        "spend": await spend_this_month(services),
+        "now": utcnow(),
+    }
     return render(request, "keys.html", context, session, 400 if error else 200)
 
 
@@ -98,13 +102,42 @@ async def audit_log(
     return render(request, "audit.html", context, session)
 
 
-@router.get("/usage")
-async def usage(
+@router.post("/keys/{key_id}/settings")
+async def change_key_settings(
     request: Request,
+    key_id: RowId,
     services: ServicesDep,
     session: SignedIn,
-    days: Annotated[int, Query(ge=1, le=3650)] = 30,
+    *,
+    team: Annotated[str, Form(max_length=100)] = "",
+    expires: Annotated[str, Form(max_length=10)] = "",
+    models: Annotated[str, Form(max_length=5000)] = "",
+    requests_per_minute: Annotated[str, Form(max_length=20)] = "",
+    tokens_per_minute: Annotated[str, Form(max_length=20)] = "",
+    budget_per_day: Annotated[str, Form(max_length=20)] = "",
+    budget_per_month: Annotated[str, Form(max_length=20)] = "",
+    csrf_token: Annotated[str, Form(max_length=100)] = "",
 ) -> Response:
-    rows = await usage_rows(services.sessions, utcnow() - timedelta(days=days))
-    context = {"rows": rows, "days": days, "windows": USAGE_WINDOWS}
-    return render(request, "usage.html", context, session)
+    """The same checks and audit event as ``PATCH /v1/admin/keys/{id}``."""
+    check_csrf(session, csrf_token)
+    try:
+        body = form_changes(
+            team=team,
+            expires=expires,
+            models=models,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            budget_per_day=budget_per_day,
+            budget_per_month=budget_per_month,
+        )
+        known = [model.name for model in services.settings.models]
+        changed = await services.keys.change(key_id, stored_changes(body, known), session.key_id)
+    except ValidationError as exc:
+        error = f"Key {key_id} not changed: {first_error(exc)}"
+        return await _keys_page(request, services, session, error=error)
+    except GatewayError as exc:
+        error = f"Key {key_id} not changed: {exc.message}"
+        return await _keys_page(request, services, session, error=error)
+    if changed is None:
+        return await _keys_page(request, services, session, error="No such active key.")
+    return RedirectResponse("/admin/keys", status_code=303)

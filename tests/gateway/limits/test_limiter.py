@@ -7,7 +7,8 @@ import pytest
 from gateway.keys import Principal
 from gateway.limits.config import KeyLimits, KeyLimitsConfig
 from gateway.limits.counters import MemoryCounters
-from gateway.limits.limiter import BudgetExceeded, KeyLimiter, RateLimited, cost
+from gateway.limits.limiter import BudgetExceeded, KeyLimiter, RateLimited
+from gateway.pricing import PriceBook, from_config
 from llm_service.config import Price
 from llm_service.types import Usage
 
@@ -26,7 +27,8 @@ PRICE = Price(input_per_1k=1.0, output_per_1k=2.0)
 
 def limiter(limits: KeyLimits, clock: Clock) -> KeyLimiter:
     config = KeyLimitsConfig(roles={"user": limits})
-    return KeyLimiter(config, MemoryCounters(clock), {"gpt": PRICE}, clock)
+    prices = PriceBook({"gpt": from_config(PRICE), "unpriced": None})
+    return KeyLimiter(config, MemoryCounters(clock), prices, clock)
 
 
 async def test_requests_per_minute_then_the_next_window() -> None:
@@ -70,8 +72,9 @@ async def test_the_daily_budget_is_priced_per_model() -> None:
 
 
 def test_cost_per_thousand_tokens() -> None:
-    assert cost(PRICE, Usage(500, 250)) == pytest.approx(1.0)
-    assert cost(None, Usage(500, 250)) == 0
+    prices = PriceBook({"gpt": from_config(PRICE), "unpriced": None})
+    assert prices.cost("gpt", Usage(500, 250)) == pytest.approx(1.0)
+    assert prices.cost("unpriced", Usage(500, 250)) is None
 
 
 def test_a_key_gets_the_most_generous_of_its_roles() -> None:

@@ -110,7 +110,8 @@ def test_the_other_pages_render_at_desktop_and_phone_width(page: Page, ui_stack:
     for name, heading in [
         ("keys", "API keys"),
         ("audit", "Audit log"),
-        ("usage", "Usage by key and model"),
+        ("usage", "Usage and spend"),
+        ("models", "Models"),
         ("tools", "Tools"),
         ("servers", "Tool servers"),
         ("reviews", "Tool definitions to review"),

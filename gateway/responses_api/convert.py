@@ -1,0 +1,295 @@
+"""Responses API items <-> canonical types.
+
+Every provider is reached through the canonical conversation, so what the canonical types do not
+hold is not carried: reasoning items (a model's encrypted reasoning) are neither returned nor
+accepted back as anything but ignored input (docs/responses-api.md).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from gateway.responses_api.schemas import FunctionToolChoice, ResponsesRequest
+from llm_service.assemble import arguments_json, tool_call
+from llm_service.errors import InvalidRequest
+from llm_service.types import (
+    AssistantMessage,
+    ChatResponse,
+    ContentPart,
+    ImagePart,
+    Message,
+    NamedToolChoice,
+    SystemMessage,
+    TextPart,
+    ToolChoice,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+
+JSON = dict[str, Any]
+_EMPTY_OBJECT_SCHEMA: JSON = {"type": "object", "properties": {}}
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+# Items a model of another API produced that carry nothing the canonical history holds.
+_IGNORED_ITEMS = frozenset({"reasoning"})
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(24)}"
+
+
+def tool_specs(body: ResponsesRequest) -> tuple[ToolSpec, ...]:
+    specs = []
+    for index, tool in enumerate(body.tools or ()):
+        kind = tool.get("type")
+        if kind != "function":
+            raise InvalidRequest(
+                f"The tool type `{kind}` is not supported by this gateway: only `function` tools "
+                "are (built-in tools such as web_search, file_search, code_interpreter and "
+                "computer_use run only on OpenAI's own servers).",
+                param=f"tools[{index}]",
+            )
+        name = tool.get("name")
+        if not isinstance(name, str) or not name:
+            raise InvalidRequest("A function tool needs a `name`.", param=f"tools[{index}].name")
+        parameters = tool.get("parameters")
+        if not isinstance(parameters, dict):
+            parameters = dict(_EMPTY_OBJECT_SCHEMA)
+        specs.append(
+            ToolSpec(
+                name=name,
+                description=str(tool.get("description") or ""),
+                parameters=parameters,
+            )
+        )
+    return tuple(specs)
+
+
+def tool_choice(body: ResponsesRequest) -> ToolChoice | None:
+    if isinstance(body.tool_choice, FunctionToolChoice):
+        return NamedToolChoice(body.tool_choice.name)
+    return body.tool_choice
+
+
+def input_messages(body: ResponsesRequest) -> list[Message]:
+    """The request's ``input`` as canonical messages (``instructions`` are not among them)."""
+    if isinstance(body.input, str):
+        return [UserMessage(body.input)]
+    reader = _ItemReader()
+    for index, item in enumerate(body.input):
+        reader.read(item, f"input[{index}]")
+    return reader.messages
+
+
+class _ItemReader:
+    """Input items in order; a function call joins the assistant message just before it, as
+    canonical history keeps an assistant turn's text and calls in one message."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self._tool_names: dict[str, str] = {}
+
+    def read(self, item: JSON, where: str) -> None:
+        kind = item.get("type", "message")
+        if kind == "message":
+            self.messages.append(_message(item, where))
+        elif kind == "function_call":
+            self._call(item, where)
+        elif kind == "function_call_output":
+            call_id = _required_str(item, "call_id", where)
+            output = _text_of(item.get("output"), f"{where}.output")
+            name = self._tool_names.get(call_id)
+            self.messages.append(ToolResultMessage(call_id, output, name=name))
+        elif kind not in _IGNORED_ITEMS:
+            raise InvalidRequest(
+                f"The input item type `{kind}` is not supported by this gateway: send messages, "
+                "`function_call` and `function_call_output` items.",
+                param=where,
+            )
+
+    def _call(self, item: JSON, where: str) -> None:
+        call_id = _required_str(item, "call_id", where)
+        name = _required_str(item, "name", where)
+        arguments = item.get("arguments", "")
+        call = tool_call(call_id, name, arguments if isinstance(arguments, str) else "")
+        self._tool_names[call_id] = name
+        last = self.messages[-1] if self.messages else None
+        if isinstance(last, AssistantMessage):
+            self.messages[-1] = AssistantMessage(
+                content=last.content, tool_calls=(*last.tool_calls, call), thinking=last.thinking
+            )
+        else:
+            self.messages.append(AssistantMessage(tool_calls=(call,)))
+
+
+def _required_str(item: JSON, field: str, where: str) -> str:
+    value = item.get(field)
+    if not isinstance(value, str) or not value:
+        raise InvalidRequest(f"`{field}` is required.", param=f"{where}.{field}")
+    return value
+
+
+def _message(item: JSON, where: str) -> Message:
+    role = item.get("role")
+    content = item.get("content")
+    if role in ("system", "developer"):
+        return SystemMessage(_text_of(content, f"{where}.content"))
+    if role == "assistant":
+        return AssistantMessage(content=_text_of(content, f"{where}.content") or None)
+    if role == "user":
+        if isinstance(content, str):
+            return UserMessage(content)
+        return UserMessage(_user_parts(content, f"{where}.content"))
+    raise InvalidRequest(
+        "A message's `role` is one of user, assistant, system, developer.", param=f"{where}.role"
+    )
+
+
+def _parts(content: Any, where: str) -> list[JSON]:
+    if not isinstance(content, list) or not all(isinstance(p, dict) for p in content):
+        raise InvalidRequest("Content is a string or a list of content parts.", param=where)
+    return content
+
+
+def _text_of(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    texts = []
+    for index, part in enumerate(_parts(content, where)):
+        if part.get("type") not in _TEXT_PARTS and part.get("type") != "refusal":
+            raise InvalidRequest(
+                f"Only text content is supported here, not `{part.get('type')}`.",
+                param=f"{where}[{index}]",
+            )
+        texts.append(str(part.get("text", part.get("refusal", ""))))
+    return "".join(texts)
+
+
+def _user_parts(content: Any, where: str) -> tuple[ContentPart, ...]:
+    parts: list[ContentPart] = []
+    for index, part in enumerate(_parts(content, where)):
+        kind = part.get("type")
+        if kind in _TEXT_PARTS:
+            parts.append(TextPart(str(part.get("text", ""))))
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            parts.append(ImagePart(part["image_url"], part.get("detail")))
+        else:
+            raise InvalidRequest(
+                f"The content part `{kind}` is not supported by this gateway: send input_text, "
+                "or input_image with an image_url.",
+                param=f"{where}[{index}]",
+            )
+    return tuple(parts)
+
+
+def usage_json(usage: Usage) -> JSON:
+    return {
+        "input_tokens": usage.prompt_tokens,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": usage.completion_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def message_item(item_id: str, text: str, status: str = "completed") -> JSON:
+    return {
+        "id": item_id,
+        "type": "message",
+        "role": "assistant",
+        "status": status,
+        "content": [output_text_part(text)] if status == "completed" else [],
+    }
+
+
+def output_text_part(text: str) -> JSON:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def function_call_item(
+    item_id: str, call_id: str, name: str, arguments: str, status: str = "completed"
+) -> JSON:
+    return {
+        "id": item_id,
+        "type": "function_call",
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "status": status,
+    }
+
+
+def output_items(response: ChatResponse) -> list[JSON]:
+    items = []
+    if response.message.content:
+        items.append(message_item(new_id("msg"), response.message.content))
+    for call in response.message.tool_calls:
+        items.append(function_call_item(new_id("fc"), call.id, call.name, arguments_json(call)))
+    return items
+
+
+def response_json(
+    response_id: str,
+    body: ResponsesRequest,
+    *,
+    status: str = "completed",
+    output: list[JSON] | None = None,
+    usage: Usage | None = None,
+    incomplete: bool = False,
+) -> JSON:
+    """A Response object; ``in_progress`` ones (stream start) have no output or usage yet."""
+    choice: Any = body.tool_choice or "auto"
+    if isinstance(choice, FunctionToolChoice):
+        choice = {"type": "function", "name": choice.name}
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "incomplete" if incomplete else status,
+        "error": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "instructions": body.instructions,
+        "max_output_tokens": body.max_output_tokens,
+        "model": body.model,
+        "output": output or [],
+        "parallel_tool_calls": body.parallel_tool_calls is not False,
+        "previous_response_id": body.previous_response_id,
+        "temperature": body.temperature,
+        "top_p": body.top_p,
+        "tool_choice": choice,
+        "tools": body.tools or [],
+        "metadata": body.metadata or {},
+        "store": body.store,
+        "text": {"format": {"type": "text"}},
+        "truncation": "disabled",
+        "usage": usage_json(usage) if usage is not None else None,
+        "user": body.user,
+    }
+
+
+def whole_response_json(response: ChatResponse, response_id: str, body: ResponsesRequest) -> JSON:
+    return response_json(
+        response_id,
+        body,
+        output=output_items(response),
+        usage=response.usage,
+        incomplete=response.finish_reason == "length",
+    )
+
+
+def output_messages(output: list[JSON]) -> list[Message]:
+    """The canonical assistant message a response's output items make (for stored history)."""
+    text = "".join(
+        part["text"] for item in output if item["type"] == "message" for part in item["content"]
+    )
+    calls = tuple(
+        tool_call(item["call_id"], item["name"], item["arguments"])
+        for item in output
+        if item["type"] == "function_call"
+    )
+    if not text and not calls:
+        return []
+    return [AssistantMessage(content=text or None, tool_calls=calls)]

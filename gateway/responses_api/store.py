@@ -1,0 +1,77 @@
+"""Stored responses (``store: true``), each owned by the key that made it.
+
+A response another key made is, to the caller, a response that does not exist: the same 404, so
+ids cannot be probed across keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import TypeAdapter
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from chat_service.messages import AnyMessage
+from db.models import StoredResponse
+from llm_service.errors import GatewayError
+from llm_service.types import Message
+
+JSON = dict[str, Any]
+_CONVERSATION: TypeAdapter[list[Message]] = TypeAdapter(list[AnyMessage])
+
+
+class ResponseNotFound(GatewayError):
+    status_code = 404
+    error_type = "invalid_request_error"
+    code = "response_not_found"
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    response: JSON
+    conversation: list[Message]
+
+
+def not_found(response_id: str, param: str | None = None) -> ResponseNotFound:
+    return ResponseNotFound(f"No response with id `{response_id}` was found.", param=param)
+
+
+class ResponseStore:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def save(
+        self, key_id: int, model: str, response: JSON, conversation: Sequence[Message]
+    ) -> None:
+        row = StoredResponse(
+            id=response["id"],
+            api_key_id=key_id,
+            model=model,
+            response=response,
+            conversation=_CONVERSATION.dump_python(list(conversation), mode="json"),
+        )
+        async with self._sessions.begin() as session:
+            session.add(row)
+
+    async def get(self, response_id: str, key_id: int) -> Stored | None:
+        async with self._sessions() as session:
+            row = await session.scalar(
+                select(StoredResponse).where(
+                    StoredResponse.id == response_id, StoredResponse.api_key_id == key_id
+                )
+            )
+        if row is None:
+            return None
+        return Stored(row.response, _CONVERSATION.validate_python(row.conversation))
+
+    async def delete(self, response_id: str, key_id: int) -> bool:
+        async with self._sessions.begin() as session:
+            result = await session.execute(
+                delete(StoredResponse).where(
+                    StoredResponse.id == response_id, StoredResponse.api_key_id == key_id
+                )
+            )
+        return bool(getattr(result, "rowcount", 0))

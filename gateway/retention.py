@@ -1,0 +1,132 @@
+"""Retention: raw usage rows and audit events older than their configured age are deleted.
+
+One replica at a time runs it, chosen by a lease row in ``maintenance_leases`` (a row, not a
+PostgreSQL advisory lock, so it works the same on SQLite and holds across connection pools): the
+replica whose conditional UPDATE (or first INSERT) takes the expired lease runs, and renews it
+between batches. Rows go in batches of ``batch_size`` oldest first, one short transaction each,
+with a pause between, so the deletes never hold locks long or starve the usage writes. The
+hourly rollups are kept: reports over any period still work after the raw rows are gone.
+
+Why batched deletes rather than time partitions on PostgreSQL: see docs/admin.md (Retention).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import delete, or_, select, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from db.base import utcnow
+from db.models import AuditEvent, MaintenanceLease, UsageRecord
+
+log = structlog.get_logger("gateway.retention")
+LEASE = "retention"
+
+
+class RetentionJobSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    interval_seconds: float = Field(3600.0, gt=0, description="how often a replica tries to run")
+    batch_size: int = Field(5000, gt=0, le=100_000, description="rows per delete")
+    pause_seconds: float = Field(0.1, ge=0, description="between batches")
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionResult:
+    usage_deleted: int
+    audit_deleted: int
+
+
+class RetentionJob:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        usage_days: int | None,
+        audit_days: int | None,
+        settings: RetentionJobSettings,
+    ) -> None:
+        self._sessions = sessions
+        self._usage_days = usage_days
+        self._audit_days = audit_days
+        self._settings = settings
+        self._holder = secrets.token_hex(8)
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._usage_days is None and self._audit_days is None:
+            return
+        self._task = asyncio.create_task(self._run(), name="retention")
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def run_once(self) -> RetentionResult | None:
+        """Deletes what is past retention; None when another replica holds the lease."""
+        if not await self._take_lease():
+            return None
+        usage = await self._delete_older(UsageRecord, self._usage_days)
+        audit = await self._delete_older(AuditEvent, self._audit_days)
+        if usage or audit:
+            log.info("retention_deleted", usage_records=usage, audit_events=audit)
+        return RetentionResult(usage, audit)
+
+    async def _delete_older(self, table: type[UsageRecord | AuditEvent], days: int | None) -> int:
+        if days is None:
+            return 0
+        cutoff = utcnow() - timedelta(days=days)
+        deleted = 0
+        while True:
+            oldest = (
+                select(table.id)
+                .where(table.created_at < cutoff)
+                .order_by(table.id)
+                .limit(self._settings.batch_size)
+            )
+            async with self._sessions.begin() as session:
+                result = await session.execute(delete(table).where(table.id.in_(oldest)))
+            count = int(getattr(result, "rowcount", 0) or 0)
+            deleted += count
+            if count < self._settings.batch_size or not await self._take_lease():
+                return deleted
+            await asyncio.sleep(self._settings.pause_seconds)
+
+    async def _take_lease(self) -> bool:
+        now = utcnow()
+        until = now + timedelta(seconds=self._settings.interval_seconds)
+        async with self._sessions.begin() as session:
+            result = await session.execute(
+                update(MaintenanceLease)
+                .where(
+                    MaintenanceLease.name == LEASE,
+                    or_(MaintenanceLease.expires_at < now, MaintenanceLease.holder == self._holder),
+                )
+                .values(holder=self._holder, expires_at=until)
+            )
+            if getattr(result, "rowcount", 0):
+                return True
+        try:
+            async with self._sessions.begin() as session:
+                session.add(MaintenanceLease(name=LEASE, holder=self._holder, expires_at=until))
+        except IntegrityError:
+            return False  # another replica holds it
+        return True
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.run_once()
+            except SQLAlchemyError as exc:
+                log.error("retention_failed", error=str(exc))
+            await asyncio.sleep(self._settings.interval_seconds)
