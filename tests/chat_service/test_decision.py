@@ -227,7 +227,9 @@ def test_a_destructive_hint_requires_approval(stack: Stack) -> None:
     with signed_in_client(stack.gateway.url, stack.admin) as client:
         queue = client.get("/admin").text
     card = queue[queue.index(f'id="call-{call["record_id"]}"') :]
-    assert "destructiveHint: true" in card[: card.index("</header>")]
+    tool_facts = card[card.index('data-role="tool"') : card.index("</section>")]
+    assert 'class="pill hint danger" data-role="hint"' in tool_facts
+    assert ">destructive</span>" in tool_facts
 
     rejected = stack.call(stack.admin, "POST", f"/v1/admin/approvals/{call['record_id']}/reject")
 
