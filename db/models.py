@@ -93,19 +93,10 @@ LATENCY_BUCKETS_MS = (100, 250, 500, 1000, 2500, 5000, 10000, 30000)
 LATENCY_COLUMNS = (*(f"latency_le_{ms}" for ms in LATENCY_BUCKETS_MS), "latency_over_30000")
 
 
-class UsageHourly(Base):
-    """Usage summed per UTC hour, key, team, model and provider, written with the raw rows (in the
-    same transaction), so reports read these and never scan ``usage_records``. No key, team or
-    provider is stored as 0 / "" so that the unique constraint holds (NULLs never conflict)."""
-
-    __tablename__ = "usage_hourly"
-    __table_args__ = (
-        UniqueConstraint("hour", "api_key_id", "team", "model", "provider", name="uq_usage_hourly"),
-        Index("ix_usage_hourly_hour", "hour"),
-    )
+class _UsageTotals:
+    """The counters both rollups sum (a mixin: each table gets its own copies of the columns)."""
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    hour: Mapped[datetime] = mapped_column(UTCDateTime())
     api_key_id: Mapped[int] = mapped_column(Integer)
     team: Mapped[str] = mapped_column(String(200))
     model: Mapped[str] = mapped_column(String(200))
@@ -128,6 +119,33 @@ class UsageHourly(Base):
     latency_le_10000: Mapped[int] = mapped_column(BigInteger, default=0)
     latency_le_30000: Mapped[int] = mapped_column(BigInteger, default=0)
     latency_over_30000: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class UsageHourly(_UsageTotals, Base):
+    """Usage summed per UTC hour, key, team, model and provider, written with the raw rows (in the
+    same transaction), so reports read these and never scan ``usage_records``. No key, team or
+    provider is stored as 0 / "" so that the unique constraint holds (NULLs never conflict)."""
+
+    __tablename__ = "usage_hourly"
+    __table_args__ = (
+        UniqueConstraint("hour", "api_key_id", "team", "model", "provider", name="uq_usage_hourly"),
+        Index("ix_usage_hourly_hour", "hour"),
+    )
+
+    hour: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class UsageDaily(_UsageTotals, Base):
+    """The same sums per UTC day, written beside the hourly ones: a 30- or 90-day report reads
+    whole days here (~24x fewer rows) and only the partial first day from ``usage_hourly``."""
+
+    __tablename__ = "usage_daily"
+    __table_args__ = (
+        UniqueConstraint("day", "api_key_id", "team", "model", "provider", name="uq_usage_daily"),
+        Index("ix_usage_daily_day", "day"),
+    )
+
+    day: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 class MaintenanceLease(Base):

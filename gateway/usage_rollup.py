@@ -1,5 +1,5 @@
-"""Hourly usage rollups, summed from each flushed batch and added to ``usage_hourly`` with an
-upsert in the batch's own transaction, so they always agree with the raw rows.
+"""Usage rollups, summed from each flushed batch and added to ``usage_hourly`` and
+``usage_daily`` with upserts in the batch's own transaction, so they always agree with the raw rows.
 
 Groups are written in a fixed order, so replicas flushing at once lock rows in the same order and
 cannot deadlock on PostgreSQL.
@@ -14,9 +14,9 @@ from typing import Any
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from db.models import LATENCY_BUCKETS_MS, LATENCY_COLUMNS, UsageHourly
+from db.models import LATENCY_BUCKETS_MS, LATENCY_COLUMNS, UsageDaily, UsageHourly
 
-GROUP = ("hour", "api_key_id", "team", "model", "provider")
+DIMENSIONS = ("api_key_id", "team", "model", "provider")
 SUMMED = (
     "requests",
     "errors",
@@ -53,7 +53,11 @@ def rollups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         )
         group = groups.get(key)
         if group is None:
-            group = groups[key] = {**dict(zip(GROUP, key, strict=True)), **dict.fromkeys(SUMMED, 0)}
+            group = groups[key] = {
+                "hour": key[0],
+                **dict(zip(DIMENSIONS, key[1:], strict=True)),
+                **dict.fromkeys(SUMMED, 0),
+            }
         cost = row["cost_usd"]
         group["requests"] += 1
         group["errors"] += row["status_code"] >= 400
@@ -68,13 +72,30 @@ def rollups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [groups[key] for key in sorted(groups)]
 
 
-async def add_rollups(connection: AsyncConnection, rows: list[dict[str, Any]]) -> None:
-    if not rows:
+def daily(hourly: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Hourly rollups (from ``rollups``) summed per day, in the same fixed order."""
+    groups: dict[GroupKey, dict[str, Any]] = {}
+    for row in hourly:
+        day = row["hour"].replace(hour=0)
+        key: GroupKey = (day, row["api_key_id"], row["team"], row["model"], row["provider"])
+        group = groups.get(key)
+        if group is None:
+            groups[key] = {"day": day, **{name: row[name] for name in (*DIMENSIONS, *SUMMED)}}
+        else:
+            for name in SUMMED:
+                group[name] += row[name]
+    return [groups[key] for key in sorted(groups)]
+
+
+async def add_rollups(connection: AsyncConnection, hourly: list[dict[str, Any]]) -> None:
+    """Adds the batch's hourly rollups and their daily sums (hours first, both in sorted order)."""
+    if not hourly:
         return
-    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(UsageHourly)
-    statement = statement.on_conflict_do_update(
-        index_elements=list(GROUP),
-        set_={name: getattr(UsageHourly, name) + statement.excluded[name] for name in SUMMED},
-    )
-    await connection.execute(statement, rows)
+    for table, period, rows in ((UsageHourly, "hour", hourly), (UsageDaily, "day", daily(hourly))):
+        dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(table)
+        statement = statement.on_conflict_do_update(
+            index_elements=[period, *DIMENSIONS],
+            set_={name: getattr(table, name) + statement.excluded[name] for name in SUMMED},
+        )
+        await connection.execute(statement, rows)

@@ -14,7 +14,9 @@ import httpx
 from sqlalchemy import delete, insert, select
 
 from db.engine import create_engine, session_factory
-from db.models import UsageHourly, UsageRecord
+from db.models import UsageDaily, UsageHourly, UsageRecord
+from gateway.admin.api.usage import UsageQuery, usage_report
+from gateway.usage_rollup import add_rollups, rollups
 from migrations.commands import upgrade
 from tests.support.gateway import RunningGateway, running_gateway
 
@@ -95,7 +97,7 @@ def test_reports_by_key_team_model_and_day_from_rollups(database_url: str) -> No
     assert refused.json()["error"]["param"] == "by"
 
 
-async def _old_rows_then_upgrade(database_url: str) -> list[UsageHourly]:
+async def _old_rows_then_upgrade(database_url: str) -> tuple[list[UsageHourly], list[UsageDaily]]:
     engine = create_engine(database_url)
     when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     base = {"request_id": "r", "route": "/v1/chat/completions", "status_code": 200}
@@ -111,16 +113,74 @@ async def _old_rows_then_upgrade(database_url: str) -> list[UsageHourly]:
             await session.execute(insert(UsageRecord.__table__), rows)
         await asyncio.to_thread(upgrade, database_url)
         async with session_factory(engine)() as session:
-            return list(await session.scalars(select(UsageHourly)))
+            hourly = list(await session.scalars(select(UsageHourly)))
+            return hourly, list(await session.scalars(select(UsageDaily)))
     finally:
         await engine.dispose()
 
 
 def test_the_migration_rolls_up_rows_written_before_it(database_url: str) -> None:
     upgrade(database_url, "0011")
-    [rollup] = asyncio.run(_old_rows_then_upgrade(database_url))
+    [rollup], [day] = asyncio.run(_old_rows_then_upgrade(database_url))
     assert rollup.hour == datetime(2026, 1, 2, 3, tzinfo=UTC)
     assert (rollup.requests, rollup.errors, rollup.unpriced_requests) == (2, 1, 1)
     assert (rollup.prompt_tokens, rollup.completion_tokens) == (11, 6)
     assert rollup.cost_usd == 0.5
     assert (rollup.latency_le_100, rollup.latency_le_1000, rollup.latency_ms_sum) == (1, 1, 790)
+    assert day.day == datetime(2026, 1, 2, tzinfo=UTC)
+    assert (day.requests, day.errors, day.cost_usd, day.latency_ms_sum) == (2, 1, 0.5, 790)
+
+
+def _raw(created_at: datetime, model: str, tokens: int) -> dict[str, Any]:
+    return {
+        "created_at": created_at, "api_key_id": 1, "team": None, "model": model,
+        "provider": "openai", "prompt_tokens": tokens, "completion_tokens": 1, "cached_tokens": 0,
+        "reasoning_tokens": 0, "cost_usd": tokens / 100, "status_code": 200, "latency_ms": 50,
+    }  # fmt: skip
+
+
+async def _write_then_report(
+    database_url: str, raw: list[dict[str, Any]], queries: list[UsageQuery]
+) -> list[list[dict[str, Any]]]:
+    await asyncio.to_thread(upgrade, database_url)
+    engine = create_engine(database_url)
+    sessions = session_factory(engine)
+    try:
+        for row in raw:  # one flush per row: the upserts must add up across flushes too
+            async with sessions.begin() as session:
+                await add_rollups(await session.connection(), rollups([row]))
+        return [await usage_report(sessions, query) for query in queries]
+    finally:
+        await engine.dispose()
+
+
+def test_whole_days_come_from_the_daily_rollups_and_the_first_partial_day_from_hours(
+    database_url: str,
+) -> None:
+    now = datetime.now(UTC).replace(minute=30, second=0, microsecond=0)
+    since = now - timedelta(days=3)
+    raw = [
+        _raw(since - timedelta(hours=2), "m", 1000),  # before the window, same day: left out
+        _raw(since + timedelta(minutes=5), "m", 1),  # in the window's first (partial) day
+        _raw(since + timedelta(hours=30), "m", 10),  # a whole day
+        _raw(since + timedelta(hours=31), "n", 20),
+        _raw(now, "m", 100),  # today
+        _raw(now, "m", 100),
+    ]
+    queries = [
+        UsageQuery(since, ("model",)),
+        UsageQuery(since, ("model",), "day"),
+        UsageQuery(since, ("model",), "hour"),
+    ]
+    total, per_day, per_hour = asyncio.run(_write_then_report(database_url, raw, queries))
+
+    assert {r["model"]: r["prompt_tokens"] for r in total} == {"m": 211, "n": 20}
+    assert {r["model"]: r["requests"] for r in total} == {"m": 4, "n": 1}
+    in_window = [r for r in raw if r["created_at"] >= since.replace(minute=0)]
+    expected_days: dict[tuple[str, str], int] = {}
+    for row in in_window:
+        key = (row["created_at"].strftime("%Y-%m-%d"), row["model"])
+        expected_days[key] = expected_days.get(key, 0) + row["prompt_tokens"]
+    assert {(r["period"], r["model"]): r["prompt_tokens"] for r in per_day} == expected_days
+    assert sum(r["prompt_tokens"] for r in per_hour) == 231
+    assert total[0]["cost_usd"] == 2.11
