@@ -96,13 +96,19 @@ class KeyStore:
         roles: Iterable[str],
         owner: str | None = None,
         actor_key_id: int | None = None,
+        *,
+        settings: Mapping[str, object] | None = None,
     ) -> tuple[str, KeyInfo]:
         """Returns the new key; only its hash is stored, so this is the one time it is seen.
 
-        ``owner`` defaults to ``name``; ``actor_key_id`` is who created it (None: the CLI).
+        ``owner`` defaults to ``name``; ``actor_key_id`` is who created it (None: the CLI);
+        ``settings`` are ``EDITABLE`` columns set from the start (team, expiry, limits...).
         """
+        unknown = set(settings or {}) - set(EDITABLE)
+        if unknown:
+            raise ValueError(f"not editable: {sorted(unknown)}")
         key = generate_key()
-        info = await self._insert(key, name, roles, owner or name, actor_key_id)
+        info = await self._insert(key, name, roles, owner or name, actor_key_id, settings=settings)
         return key, info
 
     async def ensure(self, key: str, name: str, roles: Iterable[str]) -> None:
@@ -240,7 +246,14 @@ class KeyStore:
             return [_info(row) for row in rows]
 
     async def _insert(
-        self, key: str, name: str, roles: Iterable[str], owner: str, actor_key_id: int | None
+        self,
+        key: str,
+        name: str,
+        roles: Iterable[str],
+        owner: str,
+        actor_key_id: int | None,
+        *,
+        settings: Mapping[str, object] | None = None,
     ) -> KeyInfo:
         row = ApiKey(
             name=name,
@@ -249,10 +262,13 @@ class KeyStore:
             prefix=key[: len(KEY_PREFIX) + 6],
             roles=sorted(set(roles)),
         )
+        for setting, value in (settings or {}).items():
+            setattr(row, setting, value)
         async with self._sessions.begin() as session:
             session.add(row)
             await session.flush()
             detail = {"key_id": row.id, "name": name, "owner": owner, "roles": row.roles}
+            detail |= {"settings": _settings(row)} if settings else {}
             session.add(_audit("key.created", actor_key_id, detail))
         return _info(row)
 

@@ -90,7 +90,8 @@ def _model_json(name: str, provider: str) -> dict[str, Any]:
 
 @router.get("/models")
 async def list_models(principal: CurrentPrincipal, services: ServicesDep) -> Response:
-    models = services.registry.visible_to(principal.roles)
+    # Only what this key may call: its roles' models, narrowed by its own allow-list.
+    models = [m for m in services.registry.visible_to(principal.roles) if principal.may_use(m.name)]
     return json_response(
         {"object": "list", "data": [_model_json(m.name, m.provider) for m in models]}
     )
@@ -101,6 +102,6 @@ async def retrieve_model(
     model: str, principal: CurrentPrincipal, services: ServicesDep
 ) -> Response:
     deployment = services.registry.get(model)
-    if not role_allows(deployment.config, principal.roles):
+    if not role_allows(deployment.config, principal.roles) or not principal.may_use(model):
         raise ModelNotFound(f"The model `{model}` does not exist.", param="model")
     return json_response(_model_json(model, deployment.config.provider))

@@ -30,9 +30,18 @@ class KeyNotFound(GatewayError):
     code = "key_not_found"
 
 
-class NewKey(BaseModel):
+class KeySettings(BaseModel):
+    """The settings a key may be created with and changed later."""
+
     model_config = ConfigDict(extra="forbid")
 
+    team: str | None = Field(None, pattern=TEAM_PATTERN)
+    expires_at: AwareDatetime | None = None
+    allowed_models: list[str] | None = Field(None, max_length=500)
+    limits: KeyLimits | None = None
+
+
+class NewKey(KeySettings):
     name: str = Field(min_length=1, max_length=200)
     roles: list[str] = Field(min_length=1, max_length=20)
     owner: str | None = Field(
@@ -43,17 +52,11 @@ class NewKey(BaseModel):
     )
 
 
-class KeyChanges(BaseModel):
+class KeyChanges(KeySettings):
     """``PATCH`` body: a field left out keeps its value; ``null`` clears it (not name/owner)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str | None = Field(None, min_length=1, max_length=200)
     owner: str | None = Field(None, min_length=1, max_length=200)
-    team: str | None = Field(None, pattern=TEAM_PATTERN)
-    expires_at: AwareDatetime | None = None
-    allowed_models: list[str] | None = Field(None, max_length=500)
-    limits: KeyLimits | None = None
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -78,10 +81,12 @@ def key_json(info: KeyInfo) -> dict[str, Any]:
     }
 
 
-def stored_changes(body: KeyChanges, known_models: Iterable[str]) -> dict[str, object]:
-    """The columns to set, checked: 400 naming the field otherwise."""
+def stored_changes(
+    body: KeySettings, known_models: Iterable[str], fields: Iterable[str] | None = None
+) -> dict[str, object]:
+    """The columns to set (those the body set, or ``fields``), checked: 400 naming the field."""
     changes: dict[str, object] = {}
-    for name in sorted(body.model_fields_set):
+    for name in sorted(body.model_fields_set if fields is None else fields):
         value = getattr(body, name)
         if name in ("name", "owner"):
             if value is None or not value.strip():
@@ -117,8 +122,14 @@ async def list_keys(principal: AdminPrincipal, services: ServicesDep) -> Respons
 @router.post("")
 async def create_key(body: NewKey, principal: AdminPrincipal, services: ServicesDep) -> Response:
     owner = body.owner.strip() if body.owner else None
+    models = [model.name for model in services.settings.models]
+    settings = stored_changes(body, models, body.model_fields_set & set(KeySettings.model_fields))
     key, info = await services.keys.create(
-        body.name.strip(), validate_roles(body.roles), owner or None, principal.key_id
+        body.name.strip(),
+        validate_roles(body.roles),
+        owner or None,
+        principal.key_id,
+        settings=settings,
     )
     return json_response({**key_json(info), "key": key}, status=201)
 

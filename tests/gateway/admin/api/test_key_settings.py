@@ -92,3 +92,40 @@ def test_bad_settings_are_refused_with_the_field_named(database_url: str) -> Non
     assert missing.status_code == 404
     assert unchanged["team"] is None
     assert unchanged["allowed_models"] is None
+
+
+def test_a_key_is_created_with_its_settings_and_lists_only_its_models(database_url: str) -> None:
+    with running_gateway(database_url, models=MODELS) as gateway:
+        admin = gateway.create_key("ops", ["admin"])
+        with _admin(gateway, admin) as client:
+            created = client.post(
+                "/admin/keys",
+                json={
+                    "name": "svc",
+                    "roles": ["user"],
+                    "team": "search",
+                    "allowed_models": ["mock"],
+                    "limits": {"requests_per_minute": 5},
+                },
+            )
+            unknown_model = client.post(
+                "/admin/keys", json={"name": "x", "roles": ["user"], "allowed_models": ["nope"]}
+            )
+            audit = client.get("/admin/audit", params={"action": "key.created"}).json()["data"]
+        key = created.json()["key"]
+        headers = {"authorization": f"Bearer {key}"}
+        listed = httpx.get(f"{gateway.v1}/models", headers=headers).json()["data"]
+        allowed = httpx.get(f"{gateway.v1}/models/mock", headers=headers)
+        hidden = httpx.get(f"{gateway.v1}/models/other", headers=headers)
+        everything = httpx.get(f"{gateway.v1}/models", headers={"authorization": f"Bearer {admin}"})
+
+    assert created.status_code == 201, created.text
+    assert created.json()["team"] == "search"
+    assert created.json()["limits"]["requests_per_minute"] == 5
+    assert [model["id"] for model in listed] == ["mock"]
+    assert allowed.status_code == 200
+    assert hidden.status_code == 404
+    assert {model["id"] for model in everything.json()["data"]} == {"mock", "other"}
+    assert unknown_model.status_code == 400
+    assert unknown_model.json()["error"]["param"] == "allowed_models"
+    assert audit[0]["detail"]["settings"]["team"] == "search"
