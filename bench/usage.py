@@ -123,6 +123,13 @@ def _document(
         goal = GOALS_MS.get(name)
         verdict = "" if goal is None else f"< {goal} ms: {'met' if median < goal else 'MISSED'}"
         lines.append(f"| {name} | {median:.0f} | {max(values):.0f} | {verdict} |")
+    lines += [
+        "",
+        "Reports read whole days from `usage_daily` and only the window's partial first day from",
+        "`usage_hourly` (docs/admin.md, Usage reports and rollups): here 30 days by key and model",
+        "sums about 18,000 daily rows and up to 14,000 hourly ones, instead of 430,000 hourly rows",
+        "(940 ms before the daily rollups, on the same data).",
+    ]
     return "\n".join(lines) + "\n"
 
 

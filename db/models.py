@@ -44,6 +44,9 @@ class ApiKey(Base):
     allowed_models: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     # The key's own limits (gateway.limits.config.KeyLimits), applied on top of its roles'.
     limits: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # Set on the row standing for a person who signs in to the admin UI with SSO ("issuer#sub"):
+    # its secret is random and never shown, so it is an identity, never a usable key.
+    sso_subject: Mapped[str | None] = mapped_column(String(500), nullable=True, unique=True)
 
 
 class Team(Base):

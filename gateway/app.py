@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from gateway import conversations_api, embeddings_api, health, tools_api
 from gateway.admin.api import admin_router
+from gateway.admin.sso.client import oidc_client
 from gateway.admin.ui.routes import admin_ui_router
 from gateway.anthropic_api import routes as anthropic_routes
 from gateway.errors import install_error_handlers
@@ -20,7 +21,7 @@ from gateway.openai_api import routes as openai_routes
 from gateway.providers import ADAPTER_FACTORIES
 from gateway.responses_api import routes as responses_routes
 from gateway.services import Services
-from gateway.settings import Settings
+from gateway.settings import ConfigError, Settings
 from gateway.shutdown import Drain, DrainMiddleware
 from gateway.tracing import Tracing
 from mcp_client.types import ToolCatalog
@@ -31,7 +32,13 @@ def create_app(
     environ: Mapping[str, str],
     tools: ToolCatalog | None = None,
 ) -> FastAPI:
-    """``environ`` supplies the provider keys named by each model's ``api_key_env``."""
+    """``environ`` supplies the provider keys named by each model's ``api_key_env``.
+
+    ``ConfigError`` for a secret the settings name but ``environ`` lacks."""
+    try:
+        oidc = oidc_client(settings.admin_ui.oidc, environ)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -42,6 +49,7 @@ def create_app(
             tools,
             metrics=app.state.metrics,
             tracer=tracing.tracer,
+            oidc=oidc,
         )
         app.state.services = services
         try:

@@ -120,7 +120,11 @@ def _serve(settings: Settings, host: str, port: int) -> int:
     from gateway.server import serve
 
     configure_logging(settings.log_level)
-    app = create_app(settings, os.environ)
+    try:
+        app = create_app(settings, os.environ)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     serve(app, app.state.drain, host, port)
     return 0
 

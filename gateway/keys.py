@@ -105,7 +105,7 @@ class KeyStore:
         ``settings`` are ``EDITABLE`` columns set from the start (team, expiry, limits...).
         """
         unknown = set(settings or {}) - set(EDITABLE)
-        if unknown:
+        if unknown:  # sso_subject is set only by sso_person
             raise ValueError(f"not editable: {sorted(unknown)}")
         key = generate_key()
         info = await self._insert(key, name, roles, owner or name, actor_key_id, settings=settings)
@@ -120,6 +120,27 @@ class KeyStore:
                 row.roles = sorted(set(row.roles) | set(roles))
                 return
         await self._insert(key, name, roles, name, None)
+
+    async def sso_person(self, subject: str, person: str, roles: Iterable[str]) -> KeyInfo | None:
+        """The row standing for a person signed in with SSO, created on first sign-in and given
+        the roles their groups map to now (so a group removed at the provider takes effect at
+        the next sign-in). None when an admin revoked it: revocation outlives the provider."""
+        wanted = sorted(set(roles))
+        async with self._sessions.begin() as session:
+            row = await session.scalar(select(ApiKey).where(ApiKey.sso_subject == subject))
+            if row is not None:
+                if row.revoked_at is not None:
+                    return None
+                if (row.owner, row.roles) != (person, wanted):
+                    detail = {"key_id": row.id, "before": {"owner": row.owner, "roles": row.roles}}
+                    row.owner, row.roles = person, wanted
+                    detail["after"] = {"owner": person, "roles": wanted}
+                    session.add(_audit("key.changed", row.id, detail))
+                return _info(row)
+        secret = generate_key()  # never shown: the row is an identity, not a usable key
+        return await self._insert(
+            secret, f"sso:{person}", wanted, person, None, settings={"sso_subject": subject}
+        )
 
     async def authenticate(self, key: str) -> Principal | None:
         digest = hash_key(key)

@@ -18,6 +18,7 @@ from chat_service.sweeper import Sweeper
 from chat_service.tool_calls import ToolCallStore, ToolCallView
 from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
+from gateway.admin.sso.client import OidcClient
 from gateway.keys import KeyStore, Principal
 from gateway.limits.alerts import audit_budget_alert
 from gateway.limits.budgets import BudgetAlertSink
@@ -62,6 +63,7 @@ class Services:
     sign_in: SignInThrottle
     notifier: Notifier
     retention: RetentionJob
+    oidc: OidcClient | None  # admin sign-in with SSO, when configured
 
     @classmethod
     async def start(
@@ -73,6 +75,7 @@ class Services:
         *,
         metrics: GatewayMetrics,
         tracer: Tracer,
+        oidc: OidcClient | None = None,
     ) -> Services:
         engine = create_engine(settings.database_url, settings.database_pool)
         sessions = session_factory(engine)
@@ -173,6 +176,7 @@ class Services:
                 MemoryCounters(),
             ),
             retention=retention,
+            oidc=oidc,
         )
 
     async def stop(self) -> None:

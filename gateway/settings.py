@@ -8,13 +8,22 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from chat_service.config import ToolLoopSettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
+from gateway.admin.sso.config import OidcSettings
 from gateway.limits.config import KeyLimitsConfig
 from gateway.notifications.config import NotificationSettings
 from gateway.retention import RetentionJobSettings
@@ -51,6 +60,20 @@ class AdminUISettings(BaseModel):
     sign_in_attempts_total: int = Field(
         100, ge=1, description="sign-in attempts all clients together may make per minute"
     )
+    oidc: OidcSettings | None = Field(
+        None, description="sign in with the company's OpenID Connect provider (SSO)"
+    )
+    api_key_sign_in: bool = Field(
+        True,
+        description="admins may also sign in with an admin API key (the break-glass path); "
+        "false needs `oidc`",
+    )
+
+    @model_validator(mode="after")
+    def _someone_can_sign_in(self) -> AdminUISettings:
+        if not self.api_key_sign_in and self.oidc is None:
+            raise ValueError("api_key_sign_in: false needs admin_ui.oidc, or nobody can sign in")
+        return self
 
 
 class Settings(BaseSettings):

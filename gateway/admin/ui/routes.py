@@ -14,6 +14,7 @@ from gateway.admin.ui import (
     servers_page,
     signin,
     spend_pages,
+    sso_signin,
     tools_page,
     transcript_page,
     webhooks_page,
@@ -42,6 +43,7 @@ def admin_ui_router() -> APIRouter:
     router = APIRouter()
     for module in (
         signin,
+        sso_signin,
         queue,
         reviews,
         tools_page,

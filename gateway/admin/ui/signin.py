@@ -25,18 +25,28 @@ from gateway.admin.ui.security import (
     set_cookie,
 )
 from gateway.auth import ServicesDep
+from gateway.services import Services
 
 router = APIRouter(prefix="/admin", route_class=SecuredRoute, include_in_schema=False)
 
 LOGIN_FORM_SECONDS = 1800
 
 
-def _login_page(request: Request, error: str | None, status_code: int = 200) -> Response:
+def login_page(
+    request: Request, services: Services, error: str | None, status_code: int = 200
+) -> Response:
     token = new_token()
+    settings = services.settings.admin_ui
     response = render(
         request,
         "login.html",
-        {"csrf_token": token, "error": error, "expired": "expired" in request.query_params},
+        {
+            "csrf_token": token,
+            "error": error,
+            "expired": "expired" in request.query_params,
+            "sso": settings.oidc.display_name if settings.oidc is not None else None,
+            "api_key_sign_in": settings.api_key_sign_in,
+        },
         status_code=status_code,
     )
     set_cookie(request, response, LOGIN_COOKIE, token, LOGIN_FORM_SECONDS)
@@ -44,8 +54,8 @@ def _login_page(request: Request, error: str | None, status_code: int = 200) -> 
 
 
 @router.get("/login")
-async def login_form(request: Request) -> Response:
-    return _login_page(request, None)
+async def login_form(request: Request, services: ServicesDep) -> Response:
+    return login_page(request, services, None)
 
 
 @router.post("/login")
@@ -60,19 +70,23 @@ async def login(
     if not expected or not hmac.compare_digest(expected, csrf_token):
         raise CsrfRejected
     client = request.client.host if request.client else "unknown"
+    if not services.settings.admin_ui.api_key_sign_in:
+        await sessions.refused(None, client, "api_key_sign_in_off")
+        return login_page(request, services, "Sign-in with an API key is turned off.", 403)
     wait = await services.sign_in.admit(client)
     if wait is not None:
         await sessions.refused(None, client, "throttled")
-        response = _login_page(request, "Too many sign-in attempts; try again in a minute.", 429)
+        message = "Too many sign-in attempts; try again in a minute."
+        response = login_page(request, services, message, 429)
         response.headers["retry-after"] = str(max(1, math.ceil(wait)))
         return response
     principal = await services.keys.authenticate(api_key.strip())
     if principal is None:
         await sessions.refused(None, client, "invalid_key")
-        return _login_page(request, "That key is not valid or has been revoked.", 401)
+        return login_page(request, services, "That key is not valid or has been revoked.", 401)
     if not principal.is_admin:
         await sessions.refused(principal.key_id, client, "not_admin")
-        return _login_page(request, "That key does not have the admin role.", 403)
+        return login_page(request, services, "That key does not have the admin role.", 403)
     token = await sessions.open(principal.key_id, client)
     response = RedirectResponse("/admin", status_code=303)
     lifetime = int(services.settings.admin_ui.session_seconds)
