@@ -93,6 +93,8 @@ class CallListeners:
 
         return on_input
 
-    async def call_ended(self, call: ToolCallView) -> None:
-        if self._inputs is not None:
+    async def call_ended(self, call: ToolCallView, hooks: CallHooks) -> None:
+        """What the call still asked for expires, so a late answer is refused; a call that
+        could not ask (input not forwarded) costs nothing here."""
+        if self._inputs is not None and hooks.on_input is not None:
             await self._inputs.close(call.record_id)

@@ -188,7 +188,7 @@ class ToolExecutor:
         except Exception as exc:  # a broken tool must not break the turn
             log.exception("tool_call_crashed", tool=call.tool_name)
             result = ToolResult(f"Tool failed: {type(exc).__name__}", is_error=True)
-        await self._listeners.call_ended(call)
+        await self._listeners.call_ended(call, hooks)
         if result.timed_out:
             state = CallState.TIMED_OUT
         elif result.is_error and state is CallState.SUCCEEDED:
