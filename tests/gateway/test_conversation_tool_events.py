@@ -181,6 +181,17 @@ def _running_page(gateway: RunningGateway, admin_key: str) -> str:
         return page.text
 
 
+def _first_running_event(gateway: RunningGateway, admin_key: str) -> str:
+    with (
+        signed_in_client(gateway.url, admin_key) as admin,
+        admin.stream("GET", "/admin/queue/events") as feed,
+    ):
+        for kind, data in _parse(feed.iter_lines()):
+            if kind == "running":
+                return str(data["html"])
+    raise AssertionError("the live queue sent no running view")
+
+
 def test_progress_reaches_the_stream_and_the_stored_events(stack: Stack) -> None:
     conversation_id = _conversation(stack.first, stack.user, "progress")
     events = _turn(stack.first, stack.user, conversation_id)
@@ -229,6 +240,8 @@ def test_a_running_task_shows_on_the_admin_queue_and_is_cancelled_at_its_timeout
         )
         page = _running_page(stack.first, stack.admin)
         assert "<code>forever</code>" in page.split("<h2>Running</h2>")[1]
+        # The open page hears it live too, rendered by the server.
+        assert "task working" in _first_running_event(stack.first, stack.admin)
     finally:
         turn.join(30)
     events = done[0]
