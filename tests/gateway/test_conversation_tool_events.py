@@ -262,6 +262,26 @@ def test_a_call_that_times_out_sends_notifications_cancelled(stack: Stack) -> No
     assert stack.demo.hang_cancelled.wait(10)
 
 
+def test_a_call_cut_short_by_the_turn_timeout_sends_notifications_cancelled(
+    stack: Stack,
+) -> None:
+    demo = next(s for s in stack.first.settings.mcp_servers if s.name == "demo")
+    patient = {**demo.model_dump(mode="json", exclude_unset=True), "call_timeout": 60}
+    cancels = stack.demo_traffic.methods.count("notifications/cancelled")
+    with running_gateway(
+        stack.first.database_url,
+        models=[{"name": "hang", **MODELS["hang"]}],
+        mcp_servers=[patient],
+        tool_loop={"turn_timeout_seconds": 1},
+    ) as impatient:
+        conversation_id = _conversation(impatient, stack.user, "hang")
+        events = _turn(impatient, stack.user, conversation_id)
+
+    errors = [data for kind, data in events if kind == "error"]
+    assert [error["code"] for error in errors] == ["turn_timeout"]
+    assert stack.demo_traffic.seen("notifications/cancelled", times=cancels + 1)
+
+
 def test_a_forwarded_request_for_input_is_answered_on_another_replica(stack: Stack) -> None:
     conversation_id = _conversation(stack.first, stack.user, "asker")
     checks: list[str] = []

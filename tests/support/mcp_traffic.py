@@ -16,9 +16,10 @@ class MethodLog:
         self.methods: list[str] = []
         self._changed = threading.Condition()
 
-    def seen(self, method: str, timeout: float = 10.0) -> bool:
+    def seen(self, method: str, times: int = 1, timeout: float = 10.0) -> bool:
+        """Waits until ``method`` was sent ``times`` times in all; False after ``timeout``."""
         with self._changed:
-            return self._changed.wait_for(lambda: method in self.methods, timeout)
+            return self._changed.wait_for(lambda: self.methods.count(method) >= times, timeout)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
