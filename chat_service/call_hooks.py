@@ -9,6 +9,7 @@ says what the server was told.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -31,6 +32,23 @@ def _never(model: str) -> bool:
     return False
 
 
+class _Throttle:
+    """One call's progress, at most once per ``interval``: every notification is a stored event,
+    and a server may send thousands. A task's status change and the last step always pass."""
+
+    def __init__(self, interval: float) -> None:
+        self._interval = interval
+        self._last = float("-inf")
+
+    def admits(self, progress: ToolProgress) -> bool:
+        now = time.monotonic()
+        done = progress.total is not None and (progress.progress or 0) >= progress.total
+        if progress.task_status is None and not done and now - self._last < self._interval:
+            return False
+        self._last = now
+        return True
+
+
 class CallListeners:
     """Builds each call's hooks. Without ``inputs`` requests for input are always declined."""
 
@@ -40,9 +58,11 @@ class CallListeners:
         *,
         forwards_input: Callable[[str], bool] = _never,
         input_timeout_seconds: float = 120.0,
+        progress_interval_seconds: float = 0.0,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self._inputs = inputs
+        self._progress_interval = progress_interval_seconds
         self._forwards = forwards_input
         self._timeout = input_timeout_seconds
         self._clock = clock
@@ -50,7 +70,11 @@ class CallListeners:
     def hooks(self, call: ToolCallView, model: str | None, limit: float, emit: Emit) -> CallHooks:
         """``limit``: the call's own timeout in seconds; a request for input waits no longer."""
 
+        gate = _Throttle(self._progress_interval)
+
         async def on_progress(progress: ToolProgress) -> None:
+            if not gate.admits(progress):
+                return
             emit(
                 ToolCallProgress(
                     record_id=call.record_id,

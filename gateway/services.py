@@ -130,6 +130,7 @@ class Services:
             tool_inputs,
             forwards_input=_forwards_input(registry),
             input_timeout_seconds=loop_settings.input_timeout_seconds,
+            progress_interval_seconds=loop_settings.progress_interval_seconds,
         )
         turns = TurnRunner(
             store=conversations,

@@ -47,10 +47,18 @@ MODELS = {
 }
 
 
+# Two replicas on one database: the first waits up to 30 s for an answer to a request for input
+# and reports every progress step; the second waits 0.5 s and reports progress at the default pace.
+REPLICAS: list[dict[str, Any]] = [
+    {"input_timeout_seconds": 30, "progress_interval_seconds": 0},
+    {"input_timeout_seconds": 0.5},
+]
+
+
 @dataclass
 class Stack:
-    first: RunningGateway  # waits up to 30 s for an answer to a request for input
-    second: RunningGateway  # the same database; waits 0.5 s
+    first: RunningGateway
+    second: RunningGateway
     user: str
     stranger: str
     admin: str
@@ -82,10 +90,10 @@ def stack(
                     database,
                     models=models,
                     mcp_servers=servers,
-                    tool_loop={"follow_poll_seconds": 0.05, "input_timeout_seconds": seconds},
+                    tool_loop={"follow_poll_seconds": 0.05, **tool_loop},
                 )
             )
-            for seconds in (30, 0.5)
+            for tool_loop in REPLICAS
         ]
         first = replicas[0]
         yield Stack(
@@ -209,6 +217,17 @@ def test_progress_reaches_the_stream_and_the_stored_events(stack: Stack) -> None
     # Persisted: a caller who follows the conversation later reads the same progress.
     stored = [data for kind, data in _stored(stack.first, stack.user, conversation_id)]
     assert [p for p in stored if p.get("progress") is not None] == progress
+
+
+def test_a_flood_of_progress_is_thinned_but_keeps_the_last_step(stack: Stack) -> None:
+    conversation_id = _conversation(stack.second, stack.user, "progress")
+    events = _turn(stack.second, stack.user, conversation_id)
+
+    # `steps` reports three steps at once: within the default 0.25 s only the first and the
+    # last pass.
+    progress = [data for kind, data in events if kind == "tool_call.progress"]
+    assert [p["message"] for p in progress] == ["step 1 of 3", "step 3 of 3"]
+    assert _answer(events) == "Result: done"
 
 
 def test_a_task_required_tool_runs_as_a_task_and_shows_its_status(stack: Stack) -> None:
