@@ -19,3 +19,15 @@ class ToolLoopSettings(BaseModel):
     )
     sweep_interval_seconds: float = Field(5.0, gt=0)
     follow_poll_seconds: float = Field(0.25, gt=0)
+    progress_interval_seconds: float = Field(
+        0.25,
+        ge=0,
+        description="a running call's progress is streamed and stored at most this often (a"
+        " task's status change and the final step always are)",
+    )
+    input_timeout_seconds: float = Field(
+        120.0,
+        gt=0,
+        description="how long a forwarded request for input waits for the caller's answer"
+        " before it is declined (never past the call's own timeout)",
+    )

@@ -69,3 +69,17 @@ class TurnFailed(GatewayError):
         self.error_type = error_type
         self.code = code
         self.retry_after = retry_after
+
+
+class InputNotPending(GatewayError):
+    """The call is not waiting for input: never asked, already answered, expired or ended."""
+
+    status_code = 409
+    error_type = "conflict"
+    code = "input_not_pending"
+
+
+class InvalidInput(GatewayError):
+    status_code = 400
+    error_type = "invalid_request_error"
+    code = "invalid_input"

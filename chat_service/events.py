@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, cast
 from pydantic import Field, TypeAdapter
 
 from chat_service.errors import TurnFailed
-from chat_service.messages import FlatStoredMessage, StoredMessage
+from chat_service.messages import FlatStoredMessage, StoredMessage, Timestamp
 from chat_service.tool_calls import ToolCallView
 from llm_service.errors import GatewayError
 from llm_service.types import AssistantMessage
@@ -85,6 +85,49 @@ class ToolCallCompleted(_ToolCallEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallProgress(_Event):
+    """A running call's ``notifications/progress``, or its task's status change (then
+    ``progress`` is null and ``task_status`` says where the task is)."""
+
+    record_id: str
+    tool: str
+    progress: float | None
+    total: float | None = None
+    message: str | None = None
+    task_status: str | None = None
+    type: Literal["tool_call.progress"] = "tool_call.progress"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallInputRequired(_Event):
+    """The tool's server asks the conversation's caller for input (``elicitation/create``):
+    answered at ``POST /v1/conversations/{id}/tool-calls/{record_id}/input`` before
+    ``expires_at``, or declined."""
+
+    record_id: str
+    input_id: str
+    tool: str
+    message: str
+    mode: Literal["form", "url"]
+    requested_schema: dict[str, Any]
+    url: str | None
+    expires_at: Timestamp
+    type: Literal["tool_call.input_required"] = "tool_call.input_required"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallInputAnswered(_Event):
+    """What the server was told: the caller's answer, or ``decline`` when none came in time
+    (``expired``)."""
+
+    record_id: str
+    input_id: str
+    action: Literal["accept", "decline", "cancel"]
+    expired: bool = False
+    type: Literal["tool_call.input_answered"] = "tool_call.input_answered"
+
+
+@dataclass(frozen=True, slots=True)
 class TurnError(_Event):
     """Why a turn failed, kept as the HTTP edge reports errors: a caller that waits on the turn
     answers with the same status, type, code and ``Retry-After`` (an upstream 429 stays a 429).
@@ -130,6 +173,9 @@ TurnEvent = (
     | ToolCallAwaitingApproval
     | ToolCallStarted
     | ToolCallCompleted
+    | ToolCallProgress
+    | ToolCallInputRequired
+    | ToolCallInputAnswered
     | TurnError
     | TurnFinished
 )

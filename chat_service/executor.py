@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import structlog
 from opentelemetry.trace import NoOpTracer, Tracer
 
+from chat_service.call_hooks import CallListeners
 from chat_service.config import ToolLoopSettings
 from chat_service.events import (
     ToolCallAwaitingApproval,
@@ -24,6 +25,7 @@ from db.base import utcnow
 from governance import Stage, ToolGovernance
 from llm_service.spans import span
 from llm_service.types import ToolCall
+from mcp_client.hooks import CallHooks
 from mcp_client.types import ToolResult
 
 log = structlog.get_logger("chat_service.executor")
@@ -39,8 +41,11 @@ class ToolExecutor:
         settings: ToolLoopSettings,
         clock: Callable[[], datetime] = utcnow,
         tracer: Tracer | None = None,
+        *,
+        listeners: CallListeners | None = None,
     ) -> None:
         self._tracer = tracer or NoOpTracer()
+        self._listeners = listeners or CallListeners()
         self._tools = tools
         self._calls = calls
         self._settings = settings
@@ -82,7 +87,7 @@ class ToolExecutor:
                 yield ToolCallAwaitingApproval(moved)
             else:
                 yield ToolCallCompleted(moved)
-        async for event in self.execute(approved):
+        async for event in self.execute(approved, conversation.model):
             yield event
 
     async def _decide(
@@ -112,8 +117,12 @@ class ToolExecutor:
             view.record_id, CallState.PROPOSED, CallState.APPROVED, changes=identity
         )
 
-    async def execute(self, calls: list[ToolCallView]) -> AsyncIterator[TurnEvent]:
-        """Run approved calls; the compare-and-set to `executing` makes each run at most once."""
+    async def execute(
+        self, calls: list[ToolCallView], model: str | None = None
+    ) -> AsyncIterator[TurnEvent]:
+        """Run approved calls; the compare-and-set to `executing` makes each run at most once.
+        ``model``: the conversation's, whose config says whether requests for input reach the
+        caller."""
         started: list[ToolCallView] = []
         for call in calls:
             # Decided again at the last moment: a key revoked, a role narrowed, a tool disabled
@@ -133,11 +142,32 @@ class ToolExecutor:
             if moved is not None:
                 started.append(moved)
                 yield ToolCallStarted(moved)
-        finished = await asyncio.gather(*(self._run(call) for call in started))
+        async for event in self._run_all(started, model):
+            yield event
+
+    async def _run_all(
+        self, started: list[ToolCallView], model: str | None
+    ) -> AsyncIterator[TurnEvent]:
+        """Run the calls concurrently; what they report while running is yielded as it comes."""
+        heard: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
+        timeout = self._settings.tool_timeout_seconds
+        runs = asyncio.gather(
+            *(
+                self._run(call, self._listeners.hooks(call, model, timeout, heard.put_nowait))
+                for call in started
+            )
+        )
+        runs.add_done_callback(lambda _: heard.put_nowait(None))
+        try:
+            while (event := await heard.get()) is not None:
+                yield event
+            finished = await runs
+        finally:
+            runs.cancel()  # a no-op once done; stops the calls if the turn is abandoned
         for call in finished:
             yield ToolCallCompleted(call)
 
-    async def _run(self, call: ToolCallView) -> ToolCallView:
+    async def _run(self, call: ToolCallView, hooks: CallHooks) -> ToolCallView:
         # The loop's limit; the catalog applies the tighter of it and the server's call_timeout.
         timeout = self._settings.tool_timeout_seconds
         state = CallState.SUCCEEDED
@@ -146,7 +176,9 @@ class ToolExecutor:
             async with asyncio.timeout(timeout + 5):
                 with span(self._tracer, f"tool {call.tool_name}") as current:
                     current.set_attribute("gateway.tool_call.record_id", call.record_id)
-                    result = await self._tools.call_tool(call.tool_name, call.arguments, timeout)
+                    result = await self._tools.call_tool(
+                        call.tool_name, call.arguments, timeout, hooks=hooks
+                    )
                     current.set_attribute("gateway.tool_error", result.is_error)
         except TimeoutError:
             result, state = (
@@ -156,6 +188,7 @@ class ToolExecutor:
         except Exception as exc:  # a broken tool must not break the turn
             log.exception("tool_call_crashed", tool=call.tool_name)
             result = ToolResult(f"Tool failed: {type(exc).__name__}", is_error=True)
+        await self._listeners.call_ended(call, hooks)
         if result.timed_out:
             state = CallState.TIMED_OUT
         elif result.is_error and state is CallState.SUCCEEDED:

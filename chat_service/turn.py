@@ -96,7 +96,7 @@ class TurnRunner:
             for c in await self._calls.for_conversation(conversation.id)
             if c.state is CallState.APPROVED
         ]
-        async for event in self._executor.execute(approved):
+        async for event in self._executor.execute(approved, conversation.model):
             yield await self._durable(conversation.id, event)
         if not await self._round_settled(conversation.id):
             return

@@ -225,6 +225,32 @@ class ToolCallRecord(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
+class ToolCallInput(Base):
+    """A tool server's request for input during a call, forwarded to the conversation's caller.
+
+    The call's replica waits on this row and whichever replica takes the answer writes it, by
+    compare-and-set from ``pending``: the answer need not reach the replica running the call."""
+
+    __tablename__ = "tool_call_inputs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    tool_call_id: Mapped[str] = mapped_column(
+        ForeignKey("tool_calls.id", ondelete="CASCADE"), index=True
+    )
+    conversation_id: Mapped[str] = mapped_column(String(36), index=True)
+    # pending | accept | decline | cancel | expired
+    state: Mapped[str] = mapped_column(String(16))
+    message: Mapped[str] = mapped_column(Text)
+    mode: Mapped[str] = mapped_column(String(8))
+    requested_schema: Mapped[dict[str, Any]] = mapped_column(JSON)
+    url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    content: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    answered_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    answered_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
 class ConversationEvent(Base):
     """Durable turn events (not text deltas), so any replica can follow a paused turn."""
 

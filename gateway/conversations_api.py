@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
@@ -12,6 +13,7 @@ from starlette.responses import Response
 from chat_service.errors import ConversationNotFound
 from chat_service.events import TurnEvent, summarize
 from chat_service.store import ConversationInfo
+from chat_service.tool_inputs import call_of
 from gateway import sse
 from gateway.auth import CurrentPrincipal, ServicesDep, authorize_model
 from gateway.keys import Principal
@@ -37,6 +39,15 @@ class NewMessage(BaseModel):
 
     content: str = Field(min_length=1)
     stream: bool = False
+
+
+class InputAnswerBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = Field(
+        None, description="with `accept` of a form request: the values, per `requested_schema`"
+    )
 
 
 async def _owned(
@@ -128,3 +139,20 @@ async def _follow(services: Services, conversation_id: str, after: int) -> Async
     async with asyncio.timeout(deadline):
         async for event_id, event in events:
             yield sse.encode(event, event_id)
+
+
+@router.post("/{conversation_id}/tool-calls/{record_id}/input")
+async def answer_input(
+    conversation_id: str,
+    record_id: str,
+    body: InputAnswerBody,
+    principal: CurrentPrincipal,
+    services: ServicesDep,
+) -> Response:
+    """Answers a running call's `tool_call.input_required`, on any replica: the replica running
+    the call reads the answer from the database. 400 when accepted content breaks the requested
+    schema (the request stays open), 409 when the call is not waiting for input."""
+    await _owned(services, principal, conversation_id)
+    call = await call_of(services.tool_calls, conversation_id, record_id)
+    answered = await services.tool_inputs.answer(call, principal.key_id, body.action, body.content)
+    return json_response(answered.to_json())

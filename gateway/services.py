@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import structlog
@@ -12,10 +12,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from chat_service.approvals import Approvals, DecisionObserver
 from chat_service.background import BackgroundTurns
+from chat_service.call_hooks import CallListeners
 from chat_service.executor import ToolExecutor
 from chat_service.store import ConversationInfo, ConversationStore
 from chat_service.sweeper import Sweeper
 from chat_service.tool_calls import ToolCallStore, ToolCallView
+from chat_service.tool_inputs import ToolInputs
 from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
 from gateway.admin.sso.client import OidcClient
@@ -34,6 +36,7 @@ from gateway.teams import TeamStore
 from gateway.tool_call_events import tool_call_moved
 from gateway.usage import UsageEntry, UsageRecorder
 from governance import ToolGovernance
+from llm_service.errors import ModelNotFound
 from llm_service.registry import AdapterFactory, ModelRegistry
 from llm_service.router import Router
 from llm_service.types import ChatResponse
@@ -57,6 +60,7 @@ class Services:
     tools: ToolGovernance
     conversations: ConversationStore
     tool_calls: ToolCallStore
+    tool_inputs: ToolInputs
     approvals: Approvals
     turns: TurnRunner
     background: BackgroundTurns
@@ -124,10 +128,19 @@ class Services:
             notifier.tool_call_moved(call)
 
         tool_calls = ToolCallStore(sessions, on_move=call_moved)
+        tool_inputs = ToolInputs(sessions, tool_calls, loop_settings.follow_poll_seconds)
+        listeners = CallListeners(
+            tool_inputs,
+            forwards_input=_forwards_input(registry),
+            input_timeout_seconds=loop_settings.input_timeout_seconds,
+            progress_interval_seconds=loop_settings.progress_interval_seconds,
+        )
         turns = TurnRunner(
             store=conversations,
             calls=tool_calls,
-            executor=ToolExecutor(governance, tool_calls, loop_settings, tracer=tracer),
+            executor=ToolExecutor(
+                governance, tool_calls, loop_settings, tracer=tracer, listeners=listeners
+            ),
             router=router,
             tools=governance,
             settings=loop_settings,
@@ -165,6 +178,7 @@ class Services:
             tools=governance,
             conversations=conversations,
             tool_calls=tool_calls,
+            tool_inputs=tool_inputs,
             approvals=approvals,
             turns=turns,
             background=background,
@@ -189,6 +203,18 @@ class Services:
         await self.registry.aclose()
         await self.limits.aclose()
         await self.engine.dispose()
+
+
+def _forwards_input(registry: ModelRegistry) -> Callable[[str], bool]:
+    """Whether a model's config forwards tool servers' requests for input to the caller."""
+
+    def forwards(model: str) -> bool:
+        try:
+            return registry.get(model).config.forward_elicitation
+        except ModelNotFound:
+            return False
+
+    return forwards
 
 
 def _decision_observer(metrics: GatewayMetrics, background: BackgroundTurns) -> DecisionObserver:

@@ -25,6 +25,7 @@ from governance.verdict import Facts, Verdict, judge
 from llm_service.types import ToolCall
 from mcp_client.catalog import MCPToolCatalog
 from mcp_client.config import CatalogSettings, MCPServerConfig
+from mcp_client.hooks import NO_HOOKS, CallHooks
 from mcp_client.index import offered_to
 from mcp_client.results import error_result
 from mcp_client.types import ServerHealth, StandardizedTool, ToolCatalog, ToolResult
@@ -242,16 +243,22 @@ class ToolGovernance:
         return check
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], timeout: float | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout: float | None = None,
+        *,
+        hooks: CallHooks = NO_HOOKS,
     ) -> ToolResult:
         """Runs one call, unless its tool is now held or disabled (the policy may have changed
-        since the call was decided). Never raises for tool failures: returns an error result."""
+        since the call was decided). Never raises for tool failures: returns an error result.
+        ``hooks`` hear the call's progress and the server's requests for input."""
         tool = self.tool(name)
         if tool is not None and self._pinning.held(tool):
             return error_result(f"the tool `{name}` is held for review")
         if tool is not None and not tool.enabled:
             return error_result(f"the tool `{name}` is disabled by an administrator")
-        return await self._catalog.call_tool(name, arguments, timeout)
+        return await self._catalog.call_tool(name, arguments, timeout, hooks=hooks)
 
     # -- admins' tool policies
 

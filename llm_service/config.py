@@ -117,6 +117,11 @@ class ModelConfig(BaseModel):
     api_key_env: str | None = Field(None, description="environment variable holding the key")
     tool_format: ToolFormat = "native"
     server_tools: bool = False
+    forward_elicitation: bool = Field(
+        False,
+        description="a tool server's request for input during a call reaches the conversation's"
+        " caller (`tool_call.input_required`) instead of being declined",
+    )
     roles: list[str] = Field(
         default_factory=list, description="key roles allowed to use this model; empty: every key"
     )

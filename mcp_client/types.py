@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mcp_client.hooks import NO_HOOKS, CallHooks
+
 
 @dataclass(frozen=True, slots=True)
 class StandardizedTool:
@@ -92,7 +94,14 @@ class ToolCatalog(Protocol):
         ...
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], timeout: float | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout: float | None = None,
+        *,
+        hooks: CallHooks = NO_HOOKS,
     ) -> ToolResult:
-        """Validate and run one call. Never raises for tool failures: returns an error result."""
+        """Validate and run one call. Never raises for tool failures: returns an error result.
+        ``hooks`` hear its progress and the server's requests for input (a catalog that has
+        neither may ignore them: requests for input are then declined)."""
         ...

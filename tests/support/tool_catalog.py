@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from mcp_client.hooks import NO_HOOKS, CallHooks
 from mcp_client.types import StandardizedTool, ToolResult, definition_hash
 
 Handler = Callable[[dict[str, Any]], Awaitable[str]]
@@ -80,7 +81,12 @@ class CountingCatalog:
         return [tool for tool, _ in self.tools.values()]
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], timeout: float | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout: float | None = None,
+        *,
+        hooks: CallHooks = NO_HOOKS,
     ) -> ToolResult:
         self.calls.append((name, arguments))
         _, handler = self.tools[name]

@@ -15,6 +15,7 @@ from chat_service.tool_calls import CallState
 from db.base import utcnow
 from gateway.admin.ui.cards import build_cards
 from gateway.admin.ui.rendering import render, render_fragment
+from gateway.admin.ui.running import running_calls
 from gateway.admin.ui.security import SecuredRoute, SignedIn, check_csrf
 from gateway.admin.ui.sessions import SessionInfo
 from gateway.auth import ServicesDep
@@ -43,7 +44,13 @@ async def _queue_page(
         [CallState.APPROVED, CallState.REJECTED, CallState.EXPIRED], limit=RECENT_DECISIONS
     )
     notice = DONE_NOTICES.get(request.query_params.get("done", ""))
-    context = {"cards": pending, "decided": decided, "notice": notice, "error": error}
+    context = {
+        "cards": pending,
+        "running": await running_calls(services),
+        "decided": decided,
+        "notice": notice,
+        "error": error,
+    }
     return render(request, "queue.html", context, session, status_code)
 
 
@@ -86,6 +93,7 @@ async def _queue_feed(
     poll = services.settings.admin_ui.queue_poll_seconds
     drain: Drain = request.app.state.drain
     yield b": live\n\n"
+    running_shown = ""
     # Ending on drain lets the browser's EventSource reconnect to a replica that stays up.
     while not drain.draining and not await request.is_disconnected():
         if session.expires_at <= utcnow():
@@ -102,6 +110,10 @@ async def _queue_feed(
             state = call.state.value if call else "unknown"
             yield _event("gone", {"record_id": gone, "state": state})
         shown = current
+        running = render_fragment("_running.html", {"running": await running_calls(services)})
+        if running != running_shown:
+            yield _event("running", {"html": running})
+            running_shown = running
         await asyncio.sleep(poll)
 
 
@@ -112,6 +124,7 @@ async def queue_events(
     session: SignedIn,
 ) -> Response:
     """Server-sent events: ``call`` (a new held call, as its rendered card), ``gone`` (decided
-    or expired anywhere, with the call's new state), ``session-expired``. Cards already on the
+    or expired anywhere, with the call's new state), ``running`` (the running calls' table,
+    when it changed), ``session-expired``. Cards already on the
     page come as ``shown``."""
     return EventStreamResponse(_queue_feed(request, services, session))

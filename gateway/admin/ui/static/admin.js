@@ -75,6 +75,11 @@ function followQueue() {
     }
     updateEmptyState();
   });
+  source.addEventListener("running", (event) => {
+    const running = document.getElementById("running");
+    // Rendered and escaped by the server's templates.
+    if (running) running.innerHTML = JSON.parse(event.data).html;
+  });
   source.addEventListener("session-expired", () => {
     source.close();
     setLive("session expired: sign in again", false);
