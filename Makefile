@@ -61,8 +61,13 @@ $(NPM_TOOLS)/node_modules/.package-lock.json: $(NPM_TOOLS)/package-lock.json
 
 npm-tools: $(NPM_TOOLS)/node_modules/.package-lock.json
 
+# Tests run in parallel worker processes (most wait on sockets and subprocesses, not the CPU), one
+# test file per worker so module fixtures are shared; the few timing-sensitive ones (marked
+# `alone`) run afterwards by themselves.
+PYTEST_WORKERS ?= auto
 pytest: install checkov chromium npm-tools
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not alone"
+	$(BIN)/pytest -q -m alone
 
 test: lint typecheck pytest
 

@@ -20,6 +20,9 @@ import pytest
 from mcp_client.conformance import run
 from tests.support.node_tools import node_tools
 
+# Not beside the parallel part of the suite either, for the same reason.
+pytestmark = pytest.mark.alone
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 COMMAND = f"{sys.executable} -m gateway.cli mcp-conformance-client"
