@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-TIMEOUT = 30.0
+TIMEOUT = 90.0  # a loaded 2-core CI machine has taken over 30 s to start one
 
 
 class GatewayProcess:

@@ -24,7 +24,7 @@ class _Server(uvicorn.Server):
 
 
 @contextmanager
-def serve(app: ASGIApp, startup_timeout: float = 30.0) -> Iterator[str]:
+def serve(app: ASGIApp, startup_timeout: float = 90.0) -> Iterator[str]:
     """Yields the base URL once the app has finished its startup."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
