@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from gateway.anthropic_api.convert import stop_json
+from gateway.anthropic_api.convert import stop_json, usage_json
 from gateway.anthropic_api.errors import (
     anthropic_error_body,
     anthropic_error_type,
@@ -69,14 +69,10 @@ class MessageWriter:
         return self._tool(event)
 
     def done(self, response: ChatResponse) -> bytes:
-        usage = response.usage
         delta = {
             "type": "message_delta",
             "delta": stop_json(response),
-            "usage": {
-                "input_tokens": usage.prompt_tokens,
-                "output_tokens": usage.completion_tokens,
-            },
+            "usage": usage_json(response.usage),
         }
         return self._close() + _event(delta) + _event({"type": "message_stop"})
 
