@@ -34,6 +34,9 @@ def request_body(request: ChatRequest, model: str, default_max_tokens: int | Non
     tools = _offered_tools(request)
     if tools:
         body["tools"] = [format_tool(t) for t in tools]
+        instruction = _choice_instruction(request)
+        if instruction:
+            body["messages"].insert(0, {"role": "system", "content": instruction})
     params = request.params
     options: JSON = {
         "temperature": params.temperature,
@@ -73,6 +76,16 @@ def _offered_tools(request: ChatRequest) -> tuple[ToolSpec, ...]:
     if isinstance(choice, NamedToolChoice):
         return tuple(t for t in request.tools if t.name == choice.name)
     return request.tools
+
+
+def _choice_instruction(request: ChatRequest) -> str | None:
+    """Ollama cannot force a call: a required or named choice is asked for in words."""
+    choice = request.tool_choice
+    if choice == "required":
+        return "You must call at least one of the tools."
+    if isinstance(choice, NamedToolChoice):
+        return f"You must call the tool `{choice.name}`."
+    return None
 
 
 def _format(response_format: ResponseFormat | None) -> str | JSON | None:
