@@ -238,6 +238,7 @@ class _StreamState:
         elif delta.type == "signature_delta":
             block = self.thinking.get(event.index, Thinking(""))
             self.thinking[event.index] = replace(block, signature=delta.signature)
+            yield ThinkingDelta("", signature=delta.signature)
 
     def _record(self, event: TextDelta | ThinkingDelta | ToolCallDelta) -> StreamEvent:
         if isinstance(event, TextDelta):

@@ -215,6 +215,9 @@ class TextDelta:
 @dataclass(frozen=True, slots=True)
 class ThinkingDelta:
     text: str
+    # The block's signature (Anthropic), sent once after its text: an API that hands thinking
+    # back to its callers (/v1/messages) must pass it on, or the next tool round is refused.
+    signature: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

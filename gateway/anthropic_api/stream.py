@@ -65,6 +65,10 @@ class MessageWriter:
             return self._into("text", {"type": "text", "text": ""}, delta)
         if isinstance(event, ThinkingDelta):
             start = {"type": "thinking", "thinking": "", "signature": ""}
+            if event.signature is not None:
+                # Closes the block's deltas, as Anthropic sends it: the caller hands it back.
+                delta = {"type": "signature_delta", "signature": event.signature}
+                return self._into("thinking", start, delta) + self._close()
             return self._into("thinking", start, {"type": "thinking_delta", "thinking": event.text})
         return self._tool(event)
 

@@ -224,8 +224,12 @@ def test_response_format_becomes_structured_output_on_an_anthropic_model(fresh: 
     assert answer.choices[0].message.content == '{"answer": 42}'
 
 
-def test_a_thinking_tool_loop_on_v1_messages_keeps_its_signed_thinking(fresh: Stack) -> None:
-    """The caller sends the thinking back, as Anthropic requires; the gateway passes it on."""
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_thinking_tool_loop_on_v1_messages_keeps_its_signed_thinking(
+    fresh: Stack, stream: bool
+) -> None:
+    """The caller sends the thinking back, signature included (streamed too), as Anthropic
+    requires; the gateway passes it on."""
     fresh.claude.queue(
         FakeReply(tool_calls=[FakeToolCall("get_time", {}, id="toolu_1")]), FakeReply(text="Noon.")
     )
@@ -237,7 +241,13 @@ def test_a_thinking_tool_loop_on_v1_messages_keeps_its_signed_thinking(fresh: St
         "thinking": {"type": "enabled", "budget_tokens": 2000},
     }
     question = {"role": "user", "content": "What time is it?"}
-    first = client.messages.create(**ask, messages=[question])
+    if stream:
+        with client.messages.stream(**ask, messages=[question]) as events:
+            first = events.get_final_message()
+    else:
+        first = client.messages.create(**ask, messages=[question])
+    assert first.content[0].type == "thinking"
+    assert first.content[0].signature.startswith("sig-claude-x")
     result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "noon"}
     second = client.messages.create(
         **ask,
