@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import pytest
 import pytest_asyncio
 
@@ -364,3 +365,81 @@ async def test_one_conversation_hops_across_every_kind_of_provider(
         await other_claude.aclose()
         assert isinstance(claude.fake, FakeAnthropic)
         claude.fake.issued.clear()
+
+
+# The matrix is only as good as the fakes: they refuse what the real APIs refuse.
+REFUSED_BY_OPENAI: dict[str, list[dict[str, Any]]] = {
+    "an id over 40 characters": [
+        {"role": "user", "content": "time?"},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": "call_" + "x" * 36,
+                    "type": "function",
+                    "function": {"name": "get_time", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_" + "x" * 36, "content": "noon"},
+    ],
+    "a call left unanswered": [
+        {"role": "user", "content": "time?"},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+            ],
+        },
+        {"role": "user", "content": "well?"},
+    ],
+    "a result answering no call": [
+        {"role": "user", "content": "time?"},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_2", "content": "noon"},
+    ],
+}
+
+
+@pytest.mark.parametrize("case", REFUSED_BY_OPENAI)
+async def test_the_openai_fake_refuses_a_history_openai_refuses(
+    all_targets: dict[str, Target], case: str
+) -> None:
+    url = all_targets["openai"].config.base_url
+    body = {"model": "gpt-x", "messages": REFUSED_BY_OPENAI[case]}
+    async with httpx.AsyncClient() as client:
+        answer = await client.post(f"{url}/chat/completions", json=body)
+    assert answer.status_code == 400
+    assert answer.json()["error"]["type"] == "invalid_request_error"
+
+
+async def test_the_anthropic_fake_refuses_thinking_another_model_signed(
+    all_targets: dict[str, Target],
+) -> None:
+    target = all_targets["anthropic"]
+    fake = target.fake
+    assert isinstance(fake, FakeAnthropic)
+    block = {"type": "thinking", "thinking": "plan", "signature": "sig-claude-y-0"}
+    fake.issued.append(("claude-y", block))
+    body = {
+        "model": "claude-x",
+        "max_tokens": 4000,
+        "thinking": {"type": "enabled", "budget_tokens": 2000},
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [block, {"type": "text", "text": "hello"}]},
+            {"role": "user", "content": "again"},
+        ],
+    }
+    try:
+        async with httpx.AsyncClient() as client:
+            answer = await client.post(f"{target.config.base_url}/v1/messages", json=body)
+    finally:
+        fake.issued.clear()
+    assert answer.status_code == 400
+    assert "signature" in answer.json()["error"]["message"]
