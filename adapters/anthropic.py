@@ -103,7 +103,7 @@ class AnthropicAdapter:
         body = self._body(request, names)
         with _mapped_errors():
             message: Message = await self._client.messages.create(**body)
-        return _parse_message(message, names)
+        return _signed_by(_parse_message(message, names), self._config.upstream_model)
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         names = request_names(request)
@@ -119,7 +119,7 @@ class AnthropicAdapter:
             raise UpstreamProtocolError(
                 "anthropic's stream ended before message_stop", provider=PROVIDER
             )
-        yield StreamDone(state.response())
+        yield StreamDone(_signed_by(state.response(), self._config.upstream_model))
 
     async def probe(self) -> str | None:
         return None
@@ -150,6 +150,15 @@ def _parse_message(message: Message, names: ToolNames) -> ChatResponse:
         usage=_usage(message.usage.input_tokens, message.usage, message.usage.output_tokens),
         model=message.model,
     )
+
+
+def _signed_by(response: ChatResponse, model: str) -> ChatResponse:
+    """Thinking marked with the model it was asked of: only that model takes it back."""
+    message = response.message
+    if not message.thinking:
+        return response
+    thinking = tuple(replace(t, model=model) for t in message.thinking)
+    return replace(response, message=replace(message, thinking=thinking))
 
 
 def _input(value: object) -> dict[str, Any] | None:
@@ -229,6 +238,7 @@ class _StreamState:
         elif delta.type == "signature_delta":
             block = self.thinking.get(event.index, Thinking(""))
             self.thinking[event.index] = replace(block, signature=delta.signature)
+            yield ThinkingDelta("", signature=delta.signature)
 
     def _record(self, event: TextDelta | ThinkingDelta | ToolCallDelta) -> StreamEvent:
         if isinstance(event, TextDelta):

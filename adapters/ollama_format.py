@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from adapters.reasoning import effort_of, is_off
 from adapters.schemas import ollama_parameters
 from llm_service.types import (
     AssistantMessage,
@@ -15,6 +16,8 @@ from llm_service.types import (
     ImagePart,
     Message,
     NamedToolChoice,
+    Reasoning,
+    ResponseFormat,
     SystemMessage,
     TextPart,
     ToolResultMessage,
@@ -31,6 +34,9 @@ def request_body(request: ChatRequest, model: str, default_max_tokens: int | Non
     tools = _offered_tools(request)
     if tools:
         body["tools"] = [format_tool(t) for t in tools]
+        instruction = _choice_instruction(request)
+        if instruction:
+            body["messages"].insert(0, {"role": "system", "content": instruction})
     params = request.params
     options: JSON = {
         "temperature": params.temperature,
@@ -47,7 +53,19 @@ def request_body(request: ChatRequest, model: str, default_max_tokens: int | Non
     response_format = _format(params.response_format)
     if response_format is not None:
         body["format"] = response_format
+    if params.reasoning is not None:
+        body["think"] = _think(params.reasoning, model)
     return body
+
+
+def _think(reasoning: Reasoning, model: str) -> bool | str:
+    """``think``: a level for the models that take one (gpt-oss), else on or off."""
+    if is_off(reasoning):
+        return False
+    effort = effort_of(reasoning)
+    if model.startswith("gpt-oss") and effort is not None:
+        return {"minimal": "low", "xhigh": "high"}.get(effort, effort)
+    return True
 
 
 def _offered_tools(request: ChatRequest) -> tuple[ToolSpec, ...]:
@@ -60,15 +78,22 @@ def _offered_tools(request: ChatRequest) -> tuple[ToolSpec, ...]:
     return request.tools
 
 
-def _format(response_format: JSON | None) -> str | JSON | None:
-    if not response_format:
-        return None
-    if response_format.get("type") == "json_schema":
-        schema = (response_format.get("json_schema") or {}).get("schema")
-        return schema if isinstance(schema, dict) else "json"
-    if response_format.get("type") == "json_object":
-        return "json"
+def _choice_instruction(request: ChatRequest) -> str | None:
+    """Ollama cannot force a call: a required or named choice is asked for in words."""
+    choice = request.tool_choice
+    if choice == "required":
+        return "You must call at least one of the tools."
+    if isinstance(choice, NamedToolChoice):
+        return f"You must call the tool `{choice.name}`."
     return None
+
+
+def _format(response_format: ResponseFormat | None) -> str | JSON | None:
+    if response_format is None or response_format.type == "text":
+        return None
+    if response_format.type == "json_schema" and response_format.schema is not None:
+        return response_format.schema
+    return "json"
 
 
 def format_tool(tool: ToolSpec) -> JSON:

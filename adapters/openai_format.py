@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from adapters.reasoning import effort_of
 from adapters.schemas import openai_parameters
 from llm_service.assemble import arguments_json
 from llm_service.types import (
@@ -15,6 +16,7 @@ from llm_service.types import (
     ImagePart,
     Message,
     NamedToolChoice,
+    ResponseFormat,
     SystemMessage,
     TextPart,
     ToolChoice,
@@ -81,8 +83,24 @@ def format_tool_choice(choice: ToolChoice) -> str | JSON:
     return choice
 
 
+def response_format_json(fmt: ResponseFormat | None) -> JSON | None:
+    if fmt is None or fmt.type == "text":
+        return None
+    if fmt.type == "json_object":
+        return {"type": "json_object"}
+    schema: JSON = {"name": fmt.name or "response", "schema": fmt.schema or {"type": "object"}}
+    if fmt.strict is not None:
+        schema["strict"] = fmt.strict
+    if fmt.description is not None:
+        schema["description"] = fmt.description
+    return {"type": "json_schema", "json_schema": schema}
+
+
 def request_body(request: ChatRequest, model: str, default_max_tokens: int | None) -> JSON:
-    """The JSON body of a Chat Completions request, without the ``stream`` fields."""
+    """The JSON body of a Chat Completions request, without the ``stream`` fields.
+
+    Cache breakpoints are not sent: OpenAI-compatible servers cache prefixes on their own.
+    """
     body: JSON = {"model": model, "messages": [format_message(m) for m in request.messages]}
     if request.tools:
         body["tools"] = [format_tool(t) for t in request.tools]
@@ -100,8 +118,10 @@ def request_body(request: ChatRequest, model: str, default_max_tokens: int | Non
         "seed": params.seed,
         "presence_penalty": params.presence_penalty,
         "frequency_penalty": params.frequency_penalty,
-        "response_format": params.response_format,
+        "response_format": response_format_json(params.response_format),
         "user": params.user,
+        "reasoning_effort": effort_of(params.reasoning) if params.reasoning else None,
+        "prompt_cache_key": params.prompt_cache_key,
     }
     body.update({k: v for k, v in optional.items() if v is not None})
     return body

@@ -17,9 +17,20 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
+class CacheControl:
+    """A prompt-cache breakpoint (Anthropic's ``cache_control``): the prompt up to and including
+    the part that carries it may be cached. Only Anthropic models act on it (docs/providers.md);
+    OpenAI and Ollama cache prefixes on their own."""
+
+    type: Literal["ephemeral"] = "ephemeral"
+    ttl: Literal["5m", "1h"] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TextPart:
     text: str
     type: Literal["text"] = "text"
+    cache_control: CacheControl | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +38,7 @@ class ImagePart:
     url: str  # http(s) URL or a data: URL
     detail: str | None = None
     type: Literal["image"] = "image"
+    cache_control: CacheControl | None = None
 
 
 ContentPart = TextPart | ImagePart
@@ -36,6 +48,7 @@ ContentPart = TextPart | ImagePart
 class SystemMessage:
     content: str
     role: Literal["system"] = "system"
+    cache_control: CacheControl | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +65,7 @@ class ToolCall:
     # Set only when the model produced arguments that are not a JSON object; the original text
     # is kept so a caller that executes tools itself sees exactly what the model wrote.
     raw_arguments: str | None = None
+    cache_control: CacheControl | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +75,8 @@ class Thinking:
     text: str
     signature: str | None = None
     redacted: bool = False
+    # The model that signed it: a signature is only good for that model (docs/providers.md).
+    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +85,7 @@ class AssistantMessage:
     tool_calls: tuple[ToolCall, ...] = ()
     thinking: tuple[Thinking, ...] = ()
     role: Literal["assistant"] = "assistant"
+    cache_control: CacheControl | None = None  # on its text
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +95,7 @@ class ToolResultMessage:
     name: str | None = None
     is_error: bool = False
     role: Literal["tool"] = "tool"
+    cache_control: CacheControl | None = None
 
 
 Message = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
@@ -90,6 +108,7 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]
+    cache_control: CacheControl | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +117,34 @@ class NamedToolChoice:
 
 
 ToolChoice = Literal["auto", "none", "required"] | NamedToolChoice
+
+
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    """Ask the model to reason before answering (OpenAI ``reasoning_effort``, Anthropic
+    ``thinking``, Ollama ``think``). Each adapter maps what it has; docs/providers.md has the
+    table. Neither field set: the model decides how much (Anthropic's adaptive thinking)."""
+
+    effort: ReasoningEffort | None = None
+    budget_tokens: int | None = None  # Anthropic's budget, when the caller gave one
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseFormat:
+    """The shape of the answer: OpenAI's ``response_format``.
+
+    ``json_schema`` carries the schema (and its name and ``strict``); ``json_object`` asks for
+    any JSON object; ``text`` is the default and is never sent.
+    """
+
+    type: Literal["text", "json_object", "json_schema"]
+    schema: dict[str, Any] | None = None
+    name: str | None = None
+    strict: bool | None = None
+    description: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +156,11 @@ class SamplingParams:
     seed: int | None = None
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
-    response_format: dict[str, Any] | None = None
+    response_format: ResponseFormat | None = None
     user: str | None = None
+    reasoning: Reasoning | None = None
+    # OpenAI's prompt-cache routing hint: requests sharing a key land on the same cache.
+    prompt_cache_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +170,8 @@ class ChatRequest:
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
     params: SamplingParams = field(default_factory=SamplingParams)
+    # Anthropic's top-level ``cache_control``: cache the prompt up to its last cacheable part.
+    cache_control: CacheControl | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +215,9 @@ class TextDelta:
 @dataclass(frozen=True, slots=True)
 class ThinkingDelta:
     text: str
+    # The block's signature (Anthropic), sent once after its text: an API that hands thinking
+    # back to its callers (/v1/messages) must pass it on, or the next tool round is refused.
+    signature: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,12 +8,15 @@ from typing import Any
 from gateway.anthropic_api.schemas import (
     AssistantMessageIn,
     Base64ImageSource,
+    CacheControlIn,
     ImageBlock,
     MessageIn,
     MessagesRequest,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
+    ThinkingEnabled,
+    ThinkingIn,
     ToolChoiceAny,
     ToolChoiceAuto,
     ToolChoiceIn,
@@ -25,6 +28,7 @@ from gateway.anthropic_api.schemas import (
 from llm_service.errors import InvalidRequest
 from llm_service.types import (
     AssistantMessage,
+    CacheControl,
     ChatRequest,
     ChatResponse,
     ContentPart,
@@ -32,6 +36,7 @@ from llm_service.types import (
     ImagePart,
     Message,
     NamedToolChoice,
+    Reasoning,
     SamplingParams,
     SystemMessage,
     TextPart,
@@ -55,9 +60,7 @@ STOP_REASONS: dict[FinishReason, str] = {
 
 
 def to_chat_request(body: MessagesRequest) -> ChatRequest:
-    system: tuple[Message, ...] = ()
-    if body.system:
-        system = (SystemMessage(_system_text(body.system)),)
+    system = _system(body.system)
     tool_choice, parallel = _tool_choice(body.tool_choice)
     messages = tuple(
         converted
@@ -67,7 +70,12 @@ def to_chat_request(body: MessagesRequest) -> ChatRequest:
     return ChatRequest(
         messages=system + messages,
         tools=tuple(
-            ToolSpec(name=t.name, description=t.description or "", parameters=t.input_schema)
+            ToolSpec(
+                name=t.name,
+                description=t.description or "",
+                parameters=t.input_schema,
+                cache_control=_cache(t.cache_control),
+            )
             for t in body.tools or ()
         ),
         tool_choice=tool_choice,
@@ -78,14 +86,33 @@ def to_chat_request(body: MessagesRequest) -> ChatRequest:
             max_tokens=body.max_tokens,
             stop=tuple(body.stop_sequences or ()),
             user=body.metadata.user_id if body.metadata else None,
+            reasoning=_reasoning(body.thinking),
         ),
+        cache_control=_cache(body.cache_control),
     )
 
 
-def _system_text(system: str | list[TextBlock]) -> str:
+def _cache(cache: CacheControlIn | None) -> CacheControl | None:
+    return None if cache is None else CacheControl(cache.type, cache.ttl)
+
+
+def _reasoning(thinking: ThinkingIn | None) -> Reasoning | None:
+    if thinking is None or thinking.type == "disabled":
+        return None
+    if isinstance(thinking, ThinkingEnabled):
+        return Reasoning(budget_tokens=thinking.budget_tokens)
+    return Reasoning()  # adaptive: the model decides
+
+
+def _system(system: str | list[TextBlock] | None) -> tuple[Message, ...]:
+    """One system message, or one per block when a block carries a cache breakpoint."""
+    if not system:
+        return ()
     if isinstance(system, str):
-        return system
-    return "\n\n".join(block.text for block in system)
+        return (SystemMessage(system),)
+    if any(block.cache_control for block in system):
+        return tuple(SystemMessage(b.text, cache_control=_cache(b.cache_control)) for b in system)
+    return (SystemMessage("\n\n".join(block.text for block in system)),)
 
 
 def _tool_choice(choice: ToolChoiceIn | None) -> tuple[ToolChoice | None, bool | None]:
@@ -128,23 +155,30 @@ def _messages(message: MessageIn, index: int) -> Iterator[Message]:
 
 def _tool_result(block: ToolResultBlock, where: str) -> ToolResultMessage:
     content = block.content
+    cache = block.cache_control
     if isinstance(content, list):
         if any(isinstance(item, ImageBlock) for item in content):
             raise InvalidRequest(
-                "Images inside `tool_result` blocks are not supported by this gateway.",
+                "Images inside `tool_result` blocks are not supported by this gateway: send "
+                "them in a user `image` block after the result.",
                 param=f"{where}.content",
             )
+        # A breakpoint inside the result covers the result: it is its last part.
+        cache = cache or next((i.cache_control for i in content if i.cache_control), None)
         content = "".join(item.text for item in content if isinstance(item, TextBlock))
-    return ToolResultMessage(block.tool_use_id, content or "", is_error=bool(block.is_error))
+    return ToolResultMessage(
+        block.tool_use_id, content or "", is_error=bool(block.is_error), cache_control=_cache(cache)
+    )
 
 
 def _part(block: TextBlock | ImageBlock) -> ContentPart:
+    cache = _cache(block.cache_control)
     if isinstance(block, TextBlock):
-        return TextPart(block.text)
+        return TextPart(block.text, cache_control=cache)
     source = block.source
     if isinstance(source, Base64ImageSource):
-        return ImagePart(f"data:{source.media_type};base64,{source.data}")
-    return ImagePart(source.url)
+        return ImagePart(f"data:{source.media_type};base64,{source.data}", cache_control=cache)
+    return ImagePart(source.url, cache_control=cache)
 
 
 def _assistant(message: AssistantMessageIn) -> AssistantMessage:
@@ -153,19 +187,28 @@ def _assistant(message: AssistantMessageIn) -> AssistantMessage:
     text: list[str] = []
     calls: list[ToolCall] = []
     thinking: list[Thinking] = []
+    cache: CacheControlIn | None = None
     for block in message.content:
         match block:
             case TextBlock():
                 text.append(block.text)
+                cache = block.cache_control or cache
             case ToolUseBlock():
-                calls.append(ToolCall(id=block.id, name=block.name, arguments=block.input))
+                calls.append(
+                    ToolCall(
+                        block.id, block.name, block.input, cache_control=_cache(block.cache_control)
+                    )
+                )
             case ThinkingBlock():
                 thinking.append(Thinking(block.thinking, block.signature))
             case RedactedThinkingBlock():
                 # The opaque payload travels in ``text``; only Anthropic can read it back.
                 thinking.append(Thinking(block.data, redacted=True))
     return AssistantMessage(
-        content="".join(text) or None, tool_calls=tuple(calls), thinking=tuple(thinking)
+        content="".join(text) or None,
+        tool_calls=tuple(calls),
+        thinking=tuple(thinking),
+        cache_control=_cache(cache),
     )
 
 
@@ -180,7 +223,13 @@ def tool_use_json(call: ToolCall) -> JSON:
 
 
 def usage_json(usage: Usage) -> JSON:
-    return {"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens}
+    """Anthropic counts cache reads and writes apart from ``input_tokens``."""
+    return {
+        "input_tokens": usage.prompt_tokens - usage.cached_tokens - usage.cache_write_tokens,
+        "output_tokens": usage.completion_tokens,
+        "cache_creation_input_tokens": usage.cache_write_tokens,
+        "cache_read_input_tokens": usage.cached_tokens,
+    }
 
 
 def stop_json(response: ChatResponse) -> JSON:

@@ -1,7 +1,8 @@
 """The Anthropic Messages API request as the gateway accepts it.
 
-Unknown fields (``cache_control``, ``citations``, ``thinking``, ``service_tier``, ...) are ignored
-so newer SDKs keep working; known ones are validated. Block types the gateway cannot carry to
+Unknown fields (``citations``, ``service_tier``, ...) are ignored so newer SDKs keep working;
+known ones are validated, ``cache_control`` and ``thinking`` included (they are carried to the
+model: docs/providers.md). Block types the gateway cannot carry to
 every provider (documents, server tools) are refused with a 400 naming the field.
 """
 
@@ -16,7 +17,16 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class TextBlock(_Model):
+class CacheControlIn(_Model):
+    type: Literal["ephemeral"]
+    ttl: Literal["5m", "1h"] | None = None
+
+
+class _Cacheable(_Model):
+    cache_control: CacheControlIn | None = None
+
+
+class TextBlock(_Cacheable):
     type: Literal["text"]
     text: str
 
@@ -32,12 +42,12 @@ class URLImageSource(_Model):
     url: str = Field(min_length=1)
 
 
-class ImageBlock(_Model):
+class ImageBlock(_Cacheable):
     type: Literal["image"]
     source: Annotated[Base64ImageSource | URLImageSource, Field(discriminator="type")]
 
 
-class ToolUseBlock(_Model):
+class ToolUseBlock(_Cacheable):
     type: Literal["tool_use"]
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
@@ -47,7 +57,7 @@ class ToolUseBlock(_Model):
 ToolResultContent = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
 
 
-class ToolResultBlock(_Model):
+class ToolResultBlock(_Cacheable):
     type: Literal["tool_result"]
     tool_use_id: str = Field(min_length=1)
     content: str | list[ToolResultContent] | None = None
@@ -84,7 +94,7 @@ class AssistantMessageIn(_Model):
 MessageIn = Annotated[UserMessageIn | AssistantMessageIn, Field(discriminator="role")]
 
 
-class ToolIn(_Model):
+class ToolIn(_Cacheable):
     # Server tools (web_search, bash, ...) carry another ``type`` and are refused.
     type: Literal["custom"] | None = None
     name: str = Field(min_length=1, max_length=128)
@@ -117,6 +127,24 @@ ToolChoiceIn = Annotated[
 ]
 
 
+class ThinkingEnabled(_Model):
+    type: Literal["enabled"]
+    budget_tokens: int = Field(ge=1024)
+
+
+class ThinkingAdaptive(_Model):
+    type: Literal["adaptive"]
+
+
+class ThinkingDisabled(_Model):
+    type: Literal["disabled"]
+
+
+ThinkingIn = Annotated[
+    ThinkingEnabled | ThinkingAdaptive | ThinkingDisabled, Field(discriminator="type")
+]
+
+
 class Metadata(_Model):
     user_id: str | None = None
 
@@ -135,3 +163,6 @@ class MessagesRequest(_Model):
     top_k: int | None = Field(None, ge=0)
     metadata: Metadata | None = None
     stream: bool = False
+    thinking: ThinkingIn | None = None
+    # Automatic caching: a breakpoint on the last cacheable block.
+    cache_control: CacheControlIn | None = None

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from gateway.anthropic_api.convert import stop_json
+from gateway.anthropic_api.convert import stop_json, usage_json
 from gateway.anthropic_api.errors import (
     anthropic_error_body,
     anthropic_error_type,
@@ -65,18 +65,18 @@ class MessageWriter:
             return self._into("text", {"type": "text", "text": ""}, delta)
         if isinstance(event, ThinkingDelta):
             start = {"type": "thinking", "thinking": "", "signature": ""}
+            if event.signature is not None:
+                # Closes the block's deltas, as Anthropic sends it: the caller hands it back.
+                delta = {"type": "signature_delta", "signature": event.signature}
+                return self._into("thinking", start, delta) + self._close()
             return self._into("thinking", start, {"type": "thinking_delta", "thinking": event.text})
         return self._tool(event)
 
     def done(self, response: ChatResponse) -> bytes:
-        usage = response.usage
         delta = {
             "type": "message_delta",
             "delta": stop_json(response),
-            "usage": {
-                "input_tokens": usage.prompt_tokens,
-                "output_tokens": usage.completion_tokens,
-            },
+            "usage": usage_json(response.usage),
         }
         return self._close() + _event(delta) + _event({"type": "message_stop"})
 

@@ -11,6 +11,8 @@ from gateway.openai_api.schemas import (
     ImageContent,
     MessageIn,
     NamedToolChoiceIn,
+    ResponseFormatIn,
+    ResponseFormatJsonSchema,
     SystemMessageIn,
     TextContent,
     ToolMessageIn,
@@ -25,6 +27,8 @@ from llm_service.types import (
     ImagePart,
     Message,
     NamedToolChoice,
+    Reasoning,
+    ResponseFormat,
     SamplingParams,
     SystemMessage,
     TextPart,
@@ -67,9 +71,26 @@ def to_chat_request(body: ChatCompletionRequest) -> ChatRequest:
             seed=body.seed,
             presence_penalty=body.presence_penalty,
             frequency_penalty=body.frequency_penalty,
-            response_format=body.response_format,
+            response_format=_response_format(body.response_format),
             user=body.user,
+            reasoning=Reasoning(effort=body.reasoning_effort) if body.reasoning_effort else None,
+            prompt_cache_key=body.prompt_cache_key,
         ),
+    )
+
+
+def _response_format(fmt: ResponseFormatIn | None) -> ResponseFormat | None:
+    if fmt is None or fmt.type == "text":
+        return None
+    if not isinstance(fmt, ResponseFormatJsonSchema):
+        return ResponseFormat(fmt.type)
+    spec = fmt.json_schema
+    return ResponseFormat(
+        "json_schema",
+        schema=spec.schema_,
+        name=spec.name,
+        strict=spec.strict,
+        description=spec.description,
     )
 
 
@@ -122,6 +143,8 @@ def usage_json(usage: Usage) -> JSON:
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+        "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
     }
 
 

@@ -95,6 +95,33 @@ class NamedToolChoiceIn(_Model):
     function: NamedFunction
 
 
+class JsonSchemaIn(_Model):
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    # ``schema`` would shadow BaseModel.schema
+    schema_: dict[str, Any] | None = Field(None, alias="schema")
+    strict: bool | None = None
+    description: str | None = None
+
+
+class ResponseFormatText(_Model):
+    type: Literal["text"]
+
+
+class ResponseFormatJsonObject(_Model):
+    type: Literal["json_object"]
+
+
+class ResponseFormatJsonSchema(_Model):
+    type: Literal["json_schema"]
+    json_schema: JsonSchemaIn
+
+
+ResponseFormatIn = Annotated[
+    ResponseFormatText | ResponseFormatJsonObject | ResponseFormatJsonSchema,
+    Field(discriminator="type"),
+]
+
+
 class StreamOptions(_Model):
     include_usage: bool = False
 
@@ -115,6 +142,8 @@ class ChatCompletionRequest(_Model):
     seed: int | None = None
     presence_penalty: float | None = Field(None, ge=-2, le=2)
     frequency_penalty: float | None = Field(None, ge=-2, le=2)
-    response_format: dict[str, Any] | None = None
+    response_format: ResponseFormatIn | None = None
     user: str | None = None
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    prompt_cache_key: str | None = Field(None, min_length=1, max_length=1024)
     n: int | None = Field(None, ge=1, le=1, description="only one choice is supported")

@@ -39,6 +39,8 @@ class ChunkWriter:
         return self.chunk({"role": "assistant", "content": ""})
 
     def delta(self, event: TextDelta | ThinkingDelta | ToolCallDelta) -> bytes:
+        if isinstance(event, ThinkingDelta) and not event.text:
+            return b""  # a signature only: OpenAI's wire has no place for it
         if isinstance(event, ToolCallDelta):
             sent = self._has_arguments.get(event.index, False)
             self._has_arguments[event.index] = sent or bool(event.arguments)

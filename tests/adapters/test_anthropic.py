@@ -33,7 +33,9 @@ async def test_thinking_comes_back_with_its_signature(anthropic: Target, mode: s
     finally:
         fake.thinking = []  # type: ignore[attr-defined]
 
-    assert response.message.thinking == (Thinking("Let me think.", signature="sig-123"),)
+    # Marked with the model that signed it: only that model takes it back.
+    signed = Thinking("Let me think.", signature="sig-123", model="claude-x")
+    assert response.message.thinking == (signed,)
     assert response.message.content == "42"
     if mode == "stream":
         assert ThinkingDelta("Let me think.") in deltas

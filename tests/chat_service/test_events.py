@@ -93,9 +93,11 @@ def test_the_wire_shape_is_the_one_callers_know() -> None:
                     "name": "transfer_money",
                     "arguments": {"amount": 5},
                     "raw_arguments": None,
+                    "cache_control": None,
                 }
             ],
-            "thinking": [{"text": "plan", "signature": "sig", "redacted": False}],
+            "thinking": [{"text": "plan", "signature": "sig", "redacted": False, "model": None}],
+            "cache_control": None,
             "created_at": "2026-11-23T09:30:00+00:00",
         }
     }

@@ -130,13 +130,21 @@ def test_the_api_shape_of_a_message_keeps_its_fields_and_gains_the_rest() -> Non
                 "name": "lookup",
                 "arguments": {"q": ["a", 1, None, {"x": 1.5}]},
                 "raw_arguments": None,
+                "cache_control": None,
             },
-            {"id": "toolu_2", "name": "broken", "arguments": {}, "raw_arguments": '{"q": '},
+            {
+                "id": "toolu_2",
+                "name": "broken",
+                "arguments": {},
+                "raw_arguments": '{"q": ',
+                "cache_control": None,
+            },
         ],
         "thinking": [
-            {"text": "plan", "signature": "sig-1", "redacted": False},
-            {"text": "opaque", "signature": None, "redacted": True},
+            {"text": "plan", "signature": "sig-1", "redacted": False, "model": None},
+            {"text": "opaque", "signature": None, "redacted": True, "model": None},
         ],
+        "cache_control": None,
     }
     assert message_json(result) == {
         "role": "tool",
@@ -144,4 +152,5 @@ def test_the_api_shape_of_a_message_keeps_its_fields_and_gains_the_rest() -> Non
         "content": "found",
         "name": "lookup",
         "is_error": True,
+        "cache_control": None,
     }

@@ -83,8 +83,9 @@ def test_signed_thinking_goes_back_to_the_model_between_tool_rounds(
             "text": "The user wants the time: call get_time.",
             "signature": "EqQBCkYIAxgCIkD",
             "redacted": False,
+            "model": "claude-x",  # signed by it: only it takes the block back
         },
-        {"text": "EmwKAhgBEgy3va3pzix", "signature": None, "redacted": True},
+        {"text": "EmwKAhgBEgy3va3pzix", "signature": None, "redacted": True, "model": "claude-x"},
     ]
 
 

@@ -10,10 +10,16 @@ Like the real API it refuses what the real API refuses (400 ``invalid_request_er
 characters, a tool_result that does not answer the previous assistant turn or comes after text,
 a tool schema whose root is not an object or is a union, ``tool_choice`` without tools.
 
-Thinking: a fake given ``thinking`` blocks answers with them first (signed, or redacted) and then
-holds a request to what the real API demands of a model with extended thinking on: the
-assistant turn a tool loop continues must start with its thinking block, and a thinking block
-sent back must be one the model gave, signature and text unchanged (redacted ones, unchanged).
+Thinking: a fake given ``thinking`` blocks, or asked for ``thinking`` (enabled or adaptive), answers
+with thinking first (signed, or redacted; asked, it signs ``sig-<model>-<n>``) and then holds a
+request to what the real API demands of a model with extended thinking on: the assistant turn a
+tool loop continues must start with its thinking block, and a thinking block sent back must be
+one this model gave, signature and text unchanged (redacted ones, unchanged). It refuses thinking
+with a forced tool, a budget under 1024 or not under ``max_tokens``.
+
+Prompt caching: more than four ``cache_control`` breakpoints, one on a thinking block or an empty
+text block, a type other than ``ephemeral`` or a ``ttl`` other than 5m/1h are refused, as the
+real API does. ``output_config.format`` must be a ``json_schema`` with an object schema.
 """
 
 from __future__ import annotations
@@ -60,8 +66,8 @@ class FakeAnthropic:
     headers: list[dict[str, str]] = field(default_factory=list)
     # Thinking blocks put before the content of the next answers (extended thinking is on).
     thinking: list[FakeThinking] = field(default_factory=list)
-    # Every thinking block answered so far: only these may come back.
-    issued: list[dict[str, Any]] = field(default_factory=list)
+    # Every thinking block answered so far, with the model that signed it: only these come back.
+    issued: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def queue(self, *replies: FakeReply | Fault) -> None:
         self.replies.extend(replies)
@@ -73,7 +79,8 @@ class FakeAnthropic:
         body = await request.json()
         self.requests.append(body)
         self.headers.append(dict(request.headers))
-        problem = _invalid(body) or (self.thinking and _invalid_thinking(body, self.issued))
+        thinks = bool(self.thinking) or _thinking_on(body)
+        problem = _invalid(body) or (thinks and _invalid_thinking(body, self.issued))
         if problem:
             return _error(400, "invalid_request_error", problem)
         reply = self.replies.popleft() if self.replies else _echo(body)
@@ -83,9 +90,12 @@ class FakeAnthropic:
             error = reply.error or {"type": "api_error", "message": "fake failure"}
             return _error(reply.status, error["type"], error["message"], reply.headers, error)
         message = _message(body, reply if isinstance(reply, FakeReply) else FakeReply("partial"))
-        if isinstance(reply, FakeReply):
-            blocks = [_thinking_block(t) for t in self.thinking]
-            self.issued.extend(blocks)
+        if isinstance(reply, FakeReply) and thinks:
+            given = self.thinking or [
+                FakeThinking("Thinking it over.", f"sig-{body['model']}-{len(self.issued)}")
+            ]
+            blocks = [_thinking_block(t) for t in given]
+            self.issued.extend((body["model"], block) for block in blocks)
             message["content"][:0] = blocks
         if body.get("stream"):
             fault = reply.kind if isinstance(reply, Fault) else None
@@ -105,9 +115,16 @@ def _error(
     return JSONResponse(body, status, headers=headers)
 
 
+def _thinking_on(body: dict[str, Any]) -> bool:
+    return (body.get("thinking") or {}).get("type") in ("enabled", "adaptive")
+
+
 def _invalid(body: dict[str, Any]) -> str | None:
     if not isinstance(body.get("max_tokens"), int):
         return "max_tokens: Field required"
+    problem = _invalid_options(body) or _invalid_cache(body)
+    if problem:
+        return problem
     for tool in body.get("tools") or ():
         if not _TOOL_NAME.match(tool.get("name", "")):
             return f"tools: name {tool.get('name')!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$"
@@ -117,6 +134,65 @@ def _invalid(body: dict[str, Any]) -> str | None:
     if "tool_choice" in body and not body.get("tools"):
         return "tool_choice may only be specified while providing tools"
     return _invalid_messages(body["messages"])
+
+
+def _invalid_options(body: dict[str, Any]) -> str | None:
+    thinking = body.get("thinking")
+    if thinking is not None:
+        if thinking.get("type") not in ("enabled", "adaptive", "disabled"):
+            return "thinking.type: Input tag does not match any of the expected tags"
+        budget = thinking.get("budget_tokens")
+        if thinking["type"] == "enabled" and (
+            not isinstance(budget, int) or not 1024 <= budget < body["max_tokens"]
+        ):
+            return "thinking.budget_tokens: must be >= 1024 and less than max_tokens"
+        forced = (body.get("tool_choice") or {}).get("type") in ("any", "tool")
+        if _thinking_on(body) and forced:
+            return "Thinking may not be enabled when tool_choice forces tool use."
+    fmt = (body.get("output_config") or {}).get("format")
+    if fmt is not None and (
+        fmt.get("type") != "json_schema" or (fmt.get("schema") or {}).get("type") != "object"
+    ):
+        return "output_config.format: a json_schema format with an object schema is required"
+    if "seed" in body or "response_format" in body or "reasoning_effort" in body:
+        return "Extra inputs are not permitted"
+    return None
+
+
+def _cache_points(value: Any) -> list[tuple[dict[str, Any], bool]]:
+    """Every ``cache_control`` in the body, with whether it sits on a thinking block."""
+    if isinstance(value, list):
+        return [point for item in value for point in _cache_points(item)]
+    if not isinstance(value, dict):
+        return []
+    kind = value.get("type")
+    points = []
+    if "cache_control" in value:
+        points.append((value, kind in ("thinking", "redacted_thinking")))
+    for key, item in value.items():
+        # A tool's input and schema are the caller's data, not blocks.
+        if key not in ("cache_control", "input", "input_schema"):
+            points.extend(_cache_points(item))
+    return points
+
+
+def _invalid_cache(body: dict[str, Any]) -> str | None:
+    parts = {key: body.get(key) for key in ("system", "tools", "messages")}
+    points = _cache_points(parts)
+    if len(points) > 4:
+        return f"A maximum of 4 blocks with cache_control may be provided. Found {len(points)}."
+    for block, on_thinking in points:
+        cache = block["cache_control"]
+        if on_thinking:
+            return "cache_control cannot be set on thinking blocks"
+        if cache.get("type") != "ephemeral" or cache.get("ttl", "5m") not in ("5m", "1h"):
+            return "cache_control: type must be 'ephemeral' and ttl '5m' or '1h'"
+        if block.get("type") == "text" and not block.get("text"):
+            return "cache_control cannot be set for empty text blocks"
+    top = body.get("cache_control")
+    if top is not None and top.get("type") != "ephemeral":
+        return "cache_control.type: Input should be 'ephemeral'"
+    return None
 
 
 def _invalid_messages(messages: list[dict[str, Any]]) -> str | None:
@@ -176,13 +252,13 @@ _THINKING_FIRST = (
 )
 
 
-def _invalid_thinking(body: dict[str, Any], issued: list[dict[str, Any]]) -> str | None:
+def _invalid_thinking(body: dict[str, Any], issued: list[tuple[str, dict[str, Any]]]) -> str | None:
     messages = body["messages"]
     for number, message in enumerate(messages):
         blocks = message["content"] if isinstance(message["content"], list) else []
         for index, block in enumerate(blocks):
             thinking = block.get("type") in ("thinking", "redacted_thinking")
-            if thinking and block not in issued:
+            if thinking and (body["model"], block) not in issued:
                 return f"messages.{number}.content.{index}: Invalid `signature` in `thinking` block"
     # A tool loop continues the last assistant turn: it must open with its thinking.
     if len(messages) >= 2 and messages[-2]["role"] == "assistant":

@@ -5,11 +5,12 @@ Streams are NDJSON: content pieces, each tool call whole in one chunk (with ``ar
 object), then a final ``done: true`` chunk with ``done_reason`` and token counts. Like real
 Ollama, ``done_reason`` is ``stop`` even when the model called tools, and calls carry no id.
 
-Like Ollama it refuses (400 ``{"error": ...}``) tool-call arguments that are not objects and
-tool messages without ``tool_name``. It keeps the tools exactly as posted, so tests can see
-whether a schema survived the client. ``/api/embed`` answers ``input`` (a string or a list) with
-``embeddings`` (one vector per input: ``fake_vector``, ``dimensions`` long, default 8) and
-``prompt_eval_count``; a model it does not have gets 404 as from Ollama.
+Like Ollama it refuses (400 ``{"error": ...}``) tool-call arguments that are not objects, tool
+messages without ``tool_name``, a ``think`` that is not a boolean or low/medium/high, and a
+``format`` that is not "json" or a schema object. It keeps the tools exactly as posted, so tests
+can see whether a schema survived the client. ``/api/embed`` answers ``input`` (a string or a
+list) with ``embeddings`` (one vector per input: ``fake_vector``, ``dimensions`` long, default 8)
+and ``prompt_eval_count``; a model it does not have gets 404 as from Ollama.
 """
 
 from __future__ import annotations
@@ -98,6 +99,11 @@ class FakeOllama:
 
 
 def _invalid(body: dict[str, Any]) -> str | None:
+    if body.get("think", True) not in (True, False, "low", "medium", "high"):
+        return f"invalid think value: {body['think']!r}"
+    fmt = body.get("format", "json")
+    if fmt != "json" and not isinstance(fmt, dict):
+        return f"invalid format: {fmt!r}"
     for message in body.get("messages") or ():
         for call in message.get("tool_calls") or ():
             if not isinstance(call.get("function", {}).get("arguments"), dict):

@@ -7,6 +7,12 @@ whose arguments are split across chunks, a finish chunk, an optional usage chunk
 ``POST /v1/embeddings`` answers a string or a list of strings with deterministic vectors
 (``fake_vector``) of ``dimensions`` floats (default 8), as floats or as base64 little-endian
 float32, as OpenAI does; it refuses what OpenAI refuses (empty input, an unknown encoding).
+
+Chat requests are refused (400 ``invalid_request_error``) where OpenAI refuses them: a tool-call
+id over 40 characters, a ``tool`` message that answers no call of the assistant turn before it,
+an assistant turn whose calls are not all answered, ``tool_choice`` without tools, a
+``response_format`` that is not text, json_object or a named json_schema, an unknown
+``reasoning_effort``, Anthropic-only fields (``cache_control``, ``thinking``).
 """
 
 from __future__ import annotations
@@ -128,6 +134,10 @@ class FakeOpenAI:
         body = await request.json()
         self.requests.append(body)
         self.headers.append(dict(request.headers))
+        problem = _invalid_chat(body)
+        if problem:
+            error = {"message": problem, "type": "invalid_request_error", "code": None}
+            return JSONResponse({"error": error}, 400)
         reply = self.outage or (self.replies.popleft() if self.replies else _echo(body))
         await _delay(request, reply, self.client_left)
         if reply.garbage:
@@ -146,6 +156,59 @@ class FakeOpenAI:
             faulty = _faulty(request, reply, chunks, self.client_left)
             return StreamingResponse(faulty, media_type="text/event-stream")
         return JSONResponse(_completion(body["model"], reply, calls, finish))
+
+
+_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+
+
+def _invalid_chat(body: dict[str, Any]) -> str | None:
+    if "tool_choice" in body and not body.get("tools"):
+        return "Invalid value for 'tool_choice': only allowed when 'tools' are specified."
+    if body.get("reasoning_effort", "low") not in _EFFORTS:
+        return f"Invalid value for 'reasoning_effort': {body['reasoning_effort']!r}"
+    fmt = body.get("response_format")
+    if fmt is not None:
+        kind = fmt.get("type")
+        named = (fmt.get("json_schema") or {}).get("name")
+        if kind not in ("text", "json_object", "json_schema") or (
+            kind == "json_schema" and not named
+        ):
+            return "Invalid 'response_format': a json_schema needs a name and a schema."
+    for key in ("thinking", "cache_control", "output_config"):
+        if key in body:
+            return f"Unrecognized request argument supplied: {key}"
+    return _invalid_tool_history(body.get("messages") or [])
+
+
+def _invalid_tool_history(messages: list[dict[str, Any]]) -> str | None:
+    if not any(message.get("tool_calls") for message in messages):
+        # A history of text only: a server serving a raw-text model (vLLM, llama.cpp) takes
+        # ``tool`` messages its chat template renders, answering calls written as text.
+        return None
+    pending: set[str] = set()
+    for number, message in enumerate(messages):
+        role = message.get("role")
+        if role == "tool":
+            if message.get("tool_call_id") not in pending:
+                return (
+                    f"Invalid parameter: messages with role 'tool' must be a response to a "
+                    f"preceeding message with 'tool_calls' (messages[{number}])."
+                )
+            pending.discard(message["tool_call_id"])
+            continue
+        if pending:
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                f"responding to each 'tool_call_id'. Missing: {sorted(pending)}"
+            )
+        for index, call in enumerate(message.get("tool_calls") or ()):
+            if len(call.get("id", "")) > 40:
+                return (
+                    f"Invalid 'messages[{number}].tool_calls[{index}].id': string too long. "
+                    "Expected a string with maximum length 40."
+                )
+        pending = {call["id"] for call in message.get("tool_calls") or ()}
+    return None
 
 
 async def _wait_for_disconnect(request: Request, left: threading.Event) -> None:

@@ -142,5 +142,10 @@ def test_response_becomes_a_message(finish: FinishReason, stop_reason: str) -> N
         ],
         "stop_reason": stop_reason,
         "stop_sequence": None,
-        "usage": {"input_tokens": 3, "output_tokens": 4},
+        "usage": {
+            "input_tokens": 3,
+            "output_tokens": 4,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
     }

@@ -121,7 +121,12 @@ async def test_thinking_text_and_parallel_tool_calls_become_blocks_in_order() ->
     stops = [d["index"] for name, d in events if name == "content_block_stop"]
     assert stops == [0, 1, 2, 3]
     assert events[-2][1]["delta"] == {"stop_reason": "tool_use", "stop_sequence": None}
-    assert events[-2][1]["usage"] == {"input_tokens": 20, "output_tokens": 8}
+    assert events[-2][1]["usage"] == {
+        "input_tokens": 20,
+        "output_tokens": 8,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
     assert context.usage == DONE.response.usage
     assert context.error_type is None
 
