@@ -15,6 +15,7 @@ from starlette.routing import Route
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway import RunningGateway, running_gateway
+from tests.support.mcp_servers import demo_server
 from tests.support.servers import serve
 
 WEATHER_TOOL = {
@@ -72,6 +73,7 @@ class ResponsesStack:
             fake.replies.clear()
             fake.requests.clear()
             fake.headers.clear()
+        self.openai_fake.paths.clear()
 
 
 # The route's database work is the foundation's (tested on both backends); SQLite keeps it fast.
@@ -79,7 +81,9 @@ class ResponsesStack:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ResponsesStack]:
     openai_fake, anthropic_fake = FakeOpenAI(), FakeAnthropic()
     database_url = f"sqlite+aiosqlite:///{Path(tmp_path_factory.mktemp('db')) / 'gateway.db'}"
+    demo = demo_server("docs")
     with (
+        serve(demo.server.streamable_http_app()) as docs_url,
         serve(openai_fake.app()) as openai_url,
         serve(anthropic_fake.app()) as anthropic_url,
         serve(_cut_stream_openai()) as cut_url,
@@ -87,7 +91,48 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ResponsesStack]:
             database_url,
             environ={"UPSTREAM_KEY": "sk-upstream"},
             max_messages=5,  # every test's conversation fits; test_too_many_messages does not
+            mcp_servers=[
+                {
+                    "name": "docs",
+                    "transport": "streamable_http",
+                    "url": f"{docs_url}/mcp",
+                    "roles": ["user"],
+                    "trusted": True,
+                    "tools": {"fail": {"roles": ["admin"]}},
+                }
+            ],
+            tool_catalog={"discovery_timeout": 5},
+            responses_builtin_tools={"web_search": "echo", "code_interpreter": "fail"},
             models=[
+                {
+                    # OpenAI's own Responses API, passed through (the fake serves /v1/responses)
+                    "name": "gpt-native",
+                    "provider": "openai",
+                    "model": "gpt-upstream",
+                    "base_url": f"{openai_url}/v1",
+                    "api_key_env": "UPSTREAM_KEY",
+                    "responses_api": "native",
+                },
+                {
+                    # Its first deployment is down: the router falls back, still passing through.
+                    "name": "gpt-native-behind-a-dead-one",
+                    "provider": "openai",
+                    "base_url": "http://127.0.0.1:9/v1",
+                    "api_key_env": "UPSTREAM_KEY",
+                    "responses_api": "native",
+                    "retry": {"max_attempts": 1},
+                    "fallbacks": ["gpt-native"],
+                },
+                {
+                    # A fallback that cannot pass through: the whole alias is translated.
+                    "name": "gpt-native-or-claude",
+                    "provider": "openai",
+                    "model": "gpt-upstream",
+                    "base_url": f"{openai_url}/v1",
+                    "api_key_env": "UPSTREAM_KEY",
+                    "responses_api": "native",
+                    "fallbacks": ["claude"],
+                },
                 {
                     "name": "gpt",
                     "provider": "openai",
