@@ -1,9 +1,12 @@
 """``/v1/responses``: the OpenAI Responses API over every model in the registry.
 
-A request is translated to the canonical conversation and goes through the same steps as a chat
-completion (``gateway.chat_route``: key, model roles, limits, router, usage, log line); only the
-conversation's history (``previous_response_id``) and the storing of the answer are this API's
-own. A ``server_tools`` model is called like any other here, as on ``/v1/messages``.
+A request goes through the same steps as a chat completion (``gateway.chat_route``: key, model
+roles, limits, router, usage, log line); the conversation's history (``previous_response_id``)
+and the storing of the answer are this API's own. It is passed through to the provider's own
+Responses API when every deployment that may answer serves it (``passthrough.py``), and
+translated to the canonical conversation otherwise (``convert.py``, ``stream.py``); both paths
+refuse the same input and tools. A ``server_tools`` model is called like any other here, as on
+``/v1/messages``.
 """
 
 from __future__ import annotations
