@@ -5,6 +5,11 @@ to Chat Completions, so reasoning items (their encrypted content and summaries) 
 caller and go back to the model on the next turn, and usage keeps its reasoning and cached
 tokens. The bodies stay the Responses API's JSON; only what the gateway reads (usage, model,
 status, errors) is validated, by the small models below.
+
+The gateway keeps the history and sends ``store: false``, so reasoning can only be replayed from
+its encrypted content: the adapter asks for it (``include: ["reasoning.encrypted_content"]``).
+A model that does not reason refuses that ("Encrypted content is not supported with this
+model"): the request is sent again without it, and the adapter stops asking that model.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from adapters.openai import PROVIDER, OpenAIAdapter
-from llm_service.errors import UpstreamProtocolError, UpstreamServerError
+from llm_service.config import ModelConfig
+from llm_service.errors import UpstreamBadRequest, UpstreamProtocolError, UpstreamServerError
 from llm_service.types import (
     ResponsesAnswer,
     ResponsesCall,
@@ -28,6 +34,7 @@ from llm_service.types import (
 )
 
 JSON = dict[str, Any]
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
 # The events that end a stream with a response the caller can use (``response.failed`` and
 # ``error`` end it with a failure).
 _FINISHED = frozenset({"response.completed", "response.incomplete"})
@@ -68,20 +75,53 @@ class _Response(_Wire):
 class OpenAIResponsesAdapter(OpenAIAdapter):
     """The OpenAI adapter, which also serves the Responses API itself (``ResponsesAdapter``)."""
 
+    def __init__(self, config: ModelConfig, api_key: str | None) -> None:
+        super().__init__(config, api_key)
+        self._ask_encrypted = True  # until the model refuses encrypted reasoning
+
     def _responses_body(self, call: ResponsesCall, stream: bool) -> JSON:
         body: JSON = {**call.body, "model": self._config.upstream_model, "stream": stream}
         if body.get("max_output_tokens") is None and self._config.max_tokens is not None:
             body["max_output_tokens"] = self._config.max_tokens
+        include = list(body.get("include") or [])
+        if self._ask_encrypted and ENCRYPTED_REASONING not in include:
+            body["include"] = [*include, ENCRYPTED_REASONING]
         return body
 
+    def _refused_encrypted(self, exc: UpstreamBadRequest) -> bool:
+        """Whether ``exc`` refused the encrypted reasoning this adapter asked for (then it no
+        longer asks, and the request is worth sending again)."""
+        if not self._ask_encrypted or "encrypted content" not in exc.message.lower():
+            return False
+        self._ask_encrypted = False
+        return True
+
     async def respond(self, call: ResponsesCall) -> ResponsesAnswer:
-        raw = await self._http.post_responses(self._responses_body(call, stream=False))
-        response = _json(raw)
-        return self._answer(response)
+        try:
+            raw = await self._http.post_responses(self._responses_body(call, stream=False))
+        except UpstreamBadRequest as exc:
+            if not self._refused_encrypted(exc):
+                raise
+            raw = await self._http.post_responses(self._responses_body(call, stream=False))
+        return self._answer(_json(raw))
 
     async def respond_stream(
         self, call: ResponsesCall
     ) -> AsyncGenerator[ResponsesStreamEvent, None]:
+        started = False
+        try:
+            async with aclosing(self._events(call)) as events:
+                async for event in events:
+                    started = True
+                    yield event
+        except UpstreamBadRequest as exc:
+            if started or not self._refused_encrypted(exc):
+                raise
+            async with aclosing(self._events(call)) as events:
+                async for event in events:
+                    yield event
+
+    async def _events(self, call: ResponsesCall) -> AsyncGenerator[ResponsesStreamEvent, None]:
         body = self._responses_body(call, stream=True)
         # Closed with the stream, so a caller who goes away frees the upstream connection now.
         async with aclosing(self._http.stream_responses(body)) as events:

@@ -5,9 +5,10 @@ reasoning items with their encrypted content and summaries, ``reasoning`` and ``
 usage with reasoning and cached tokens. The gateway keeps what makes it the gateway's response:
 
 - History is the gateway's (``previous_response_id`` names a stored response, owned by a key),
-  so upstream is sent ``store: false``, the whole conversation as items, and ``include`` asks for
-  ``reasoning.encrypted_content``: reasoning items replay without the provider keeping anything,
-  and a fallback to another deployment (another key, another region) sees the same request.
+  so upstream is sent ``store: false`` and the whole conversation as items; the adapter asks for
+  ``reasoning.encrypted_content``, so reasoning items replay without the provider keeping
+  anything, and a fallback to another deployment (another key, region) sees the same request.
+  A stored reasoning item without encrypted content cannot be replayed and is left out.
 - The Response the caller gets has the gateway's id, the alias as ``model``, and the caller's
   ``store``, ``previous_response_id`` and ``tools``; streamed events are relayed as they come,
   their ``sequence_number`` included, with the response they carry rewritten the same way.
@@ -30,7 +31,6 @@ from llm_service.router import RoutedResponses
 from llm_service.types import ResponsesCall, ResponsesDone, ToolSpec
 
 JSON = dict[str, Any]
-ENCRYPTED_REASONING = "reasoning.encrypted_content"
 # The gateway's own: set below, or not sent (a background or OpenAI-conversation response would
 # live on the provider, outside the gateway's keys and store).
 _GATEWAY_FIELDS = {"model", "stream", "store", "previous_response_id", "background", "conversation"}
@@ -39,25 +39,27 @@ SchemaConverter = Callable[[JSON], JSON]
 
 def upstream_call(
     body: ResponsesRequest,
-    items: list[JSON],
+    history: list[JSON],
+    this_input: list[JSON],
     mapped: dict[int, ToolSpec],
     convert_schema: SchemaConverter,
 ) -> ResponsesCall:
-    """The body sent upstream: the caller's, with ``items`` (stored history, then this input)
-    as its whole ``input``."""
+    """The body sent upstream: the caller's, with the stored history, then this input, as its
+    whole ``input``."""
     sent = body.model_dump(mode="json", by_alias=True, exclude_none=True, exclude=_GATEWAY_FIELDS)
-    sent["input"] = items
+    replayable = [item for item in history if not _unreplayable(item)]
+    sent["input"] = [*replayable, *this_input]
     if body.tools:
         sent["tools"] = [
             _function(mapped[index], convert_schema) if index in mapped else tool
             for index, tool in enumerate(body.tools)
         ]
-    include = list(body.include or [])
-    if ENCRYPTED_REASONING not in include:
-        include.append(ENCRYPTED_REASONING)
-    sent["include"] = include
     sent["store"] = False
     return ResponsesCall(sent)
+
+
+def _unreplayable(item: JSON) -> bool:
+    return item.get("type") == "reasoning" and not item.get("encrypted_content")
 
 
 def _function(spec: ToolSpec, convert_schema: SchemaConverter) -> JSON:

@@ -91,8 +91,8 @@ async def create_response(request: Request) -> Response:
         principal,
         body,
         conversation,
-        [*_history_items(previous), *this_input],
-        listed(this_input),
+        _history_items(previous),
+        this_input,
     )
     await services.limits.admit(principal)
     if services.router.serves_responses(body.model):
@@ -126,8 +126,8 @@ class _Turn:
     principal: Principal
     body: ResponsesRequest
     conversation: list[Message]  # stored history, then this input (canonical)
-    items: list[JSON]  # the same as Responses API items
-    input_items: list[JSON]  # this input, with ids, for input_items
+    history: list[JSON]  # the stored history as Responses API items
+    this_input: list[JSON]  # this input as items
 
     async def finished(self, response: JSON) -> None:
         if self.store is None:
@@ -135,8 +135,8 @@ class _Turn:
         output = response["output"]
         outcome = Outcome(
             [*self.conversation, *output_messages(output)],
-            [*self.items, *output],
-            self.input_items,
+            [*self.history, *self.this_input, *output],
+            listed(self.this_input),
         )
         await self.store.save(self.principal.key_id, self.body.model, response, outcome)
 
@@ -149,7 +149,9 @@ async def _passed_through(
     context: RequestContext,
 ) -> Response:
     body = turn.body
-    call = upstream_call(body, turn.items, mapped, TOOL_SCHEMA_CONVERTERS["openai"])
+    call = upstream_call(
+        body, turn.history, turn.this_input, mapped, TOOL_SCHEMA_CONVERTERS["openai"]
+    )
     rewrite = Rewrite(new_id("resp"), body)
     if not body.stream:
         answer, served = await services.router.respond(body.model, call)

@@ -165,3 +165,26 @@ def test_native_responses_is_chosen_for_openai_itself_or_when_configured() -> No
     assert not native(base_url="http://vllm:8000/v1")
     assert native(base_url="http://vllm:8000/v1", responses_api="native")
     assert not native(responses_api="translate")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_model_that_refuses_encrypted_reasoning_is_asked_again_without(
+    stream: bool,
+) -> None:
+    fake = FakeOpenAI(refuses_encrypted_reasoning=True)
+    plain = ResponsesCall({"input": "ping"})
+    with serve(fake.app()) as url:
+        adapter = _adapter(f"{url}/v1")
+        try:
+            for _ in range(2):
+                if stream:
+                    events = [event async for event in adapter.respond_stream(plain)]
+                    answer = events[-1].answer  # type: ignore[union-attr]
+                else:
+                    answer = await adapter.respond(plain)
+                assert answer.response["output"][0]["type"] == "message"
+        finally:
+            await adapter.aclose()
+
+    asked = ["include" in body for body in fake.requests]
+    assert asked == [True, False, False]  # refused once, then never asked again

@@ -80,6 +80,8 @@ class FakeOpenAI:
     # Set when a client closed its connection while the fake held a reply back (hang, stall).
     client_left: threading.Event = field(default_factory=threading.Event)
     paths: list[str] = field(default_factory=list)  # of each request in ``requests``
+    # As OpenAI's models without reasoning: ``include: ["reasoning.encrypted_content"]`` is a 400.
+    refuses_encrypted_reasoning: bool = False
     responses_memory: responses_api.ResponsesMemory = field(
         default_factory=responses_api.ResponsesMemory
     )
@@ -143,6 +145,8 @@ class FakeOpenAI:
         self.requests.append(body)
         self.headers.append(dict(request.headers))
         refusal = self.responses_memory.refusal(body)
+        if self.refuses_encrypted_reasoning and responses_api.ENCRYPTED in body.get("include", []):
+            refusal = "Encrypted content is not supported with this model."
         if refusal is not None:
             error = {"message": refusal, "type": "invalid_request_error", "code": None}
             return JSONResponse({"error": error}, 400)

@@ -62,6 +62,7 @@ class ResponsesStack:
     gateway: RunningGateway
     openai_fake: FakeOpenAI
     anthropic_fake: FakeAnthropic
+    plain_fake: FakeOpenAI  # as an OpenAI model that does not reason
     user_key: str
     other_key: str
 
@@ -69,22 +70,25 @@ class ResponsesStack:
         return openai.OpenAI(base_url=self.gateway.v1, api_key=key or self.user_key, max_retries=0)
 
     def fresh(self) -> None:
-        for fake in (self.openai_fake, self.anthropic_fake):
+        for fake in (self.openai_fake, self.anthropic_fake, self.plain_fake):
             fake.replies.clear()
             fake.requests.clear()
             fake.headers.clear()
         self.openai_fake.paths.clear()
+        self.plain_fake.paths.clear()
 
 
 # The route's database work is the foundation's (tested on both backends); SQLite keeps it fast.
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ResponsesStack]:
     openai_fake, anthropic_fake = FakeOpenAI(), FakeAnthropic()
+    plain_fake = FakeOpenAI(refuses_encrypted_reasoning=True)
     database_url = f"sqlite+aiosqlite:///{Path(tmp_path_factory.mktemp('db')) / 'gateway.db'}"
     demo = demo_server("docs")
     with (
         serve(demo.server.streamable_http_app()) as docs_url,
         serve(openai_fake.app()) as openai_url,
+        serve(plain_fake.app()) as plain_url,
         serve(anthropic_fake.app()) as anthropic_url,
         serve(_cut_stream_openai()) as cut_url,
         running_gateway(
@@ -110,6 +114,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ResponsesStack]:
                     "provider": "openai",
                     "model": "gpt-upstream",
                     "base_url": f"{openai_url}/v1",
+                    "api_key_env": "UPSTREAM_KEY",
+                    "responses_api": "native",
+                },
+                {
+                    "name": "gpt-plain",
+                    "provider": "openai",
+                    "base_url": f"{plain_url}/v1",
                     "api_key_env": "UPSTREAM_KEY",
                     "responses_api": "native",
                 },
@@ -162,6 +173,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ResponsesStack]:
             gateway,
             openai_fake,
             anthropic_fake,
+            plain_fake,
             user_key=gateway.create_key("team-a", ["user"]),
             other_key=gateway.create_key("team-b", ["user"]),
         )

@@ -341,3 +341,18 @@ def test_a_built_in_tool_mapped_to_a_tool_the_key_may_not_use_is_refused(
     assert "`code_interpreter`" in refused.value.message
     assert "`fail`" in refused.value.message
     assert fresh.openai_fake.requests == []
+
+
+def test_reasoning_without_encrypted_content_is_not_replayed(fresh: ResponsesStack) -> None:
+    """A model that refuses encrypted reasoning returns reasoning that cannot be sent back with
+    ``store: false`` (the fake refuses it, as OpenAI does): the follow-up leaves it out."""
+    fresh.plain_fake.queue(FakeReply(reasoning="hm", text="first"), FakeReply(text="second"))
+    client = fresh.client()
+
+    first = client.responses.create(model="gpt-plain", input="Hi")
+    assert first.output[0].type == "reasoning"
+    second = client.responses.create(model="gpt-plain", input="And?", previous_response_id=first.id)
+
+    assert second.output_text == "second"
+    replayed = fresh.plain_fake.requests[-1]["input"]
+    assert [item.get("type") for item in replayed] == ["message", "message", "message"]
