@@ -47,6 +47,7 @@ class ChatCompletionsHttp:
         base = (base_url or OPENAI_BASE_URL).rstrip("/")
         self._url = base + "/chat/completions"
         self._embeddings_url = base + "/embeddings"
+        self._responses_url = base + "/responses"
         self._headers = {
             "content-type": "application/json",
             "accept": "application/json",
@@ -82,6 +83,14 @@ class ChatCompletionsHttp:
         """The reply of ``POST {base_url}/embeddings``."""
         return await self._post(self._embeddings_url, body)
 
+    async def post_responses(self, body: dict[str, Any]) -> bytes:
+        """The reply of ``POST {base_url}/responses`` (the provider's own Responses API)."""
+        return await self._post(self._responses_url, body)
+
+    def stream_responses(self, body: dict[str, Any]) -> AsyncGenerator[bytes, None]:
+        """Each event's data of a streamed ``POST {base_url}/responses``."""
+        return self.stream(body, url=self._responses_url)
+
     async def _post(self, url: str, body: dict[str, Any]) -> bytes:
         with _mapped_errors(self._provider, streaming=False):
             async with self._client().post(
@@ -90,12 +99,14 @@ class ChatCompletionsHttp:
                 await _raise_for_status(response, self._provider)
                 return await response.read()
 
-    async def stream(self, body: dict[str, Any]) -> AsyncGenerator[bytes, None]:
+    async def stream(
+        self, body: dict[str, Any], url: str | None = None
+    ) -> AsyncGenerator[bytes, None]:
         """Each event's data up to ``[DONE]``; a JSON ``error`` event is left to the caller."""
         provider = self._provider
         with _mapped_errors(provider, streaming=False):
             response = await self._client().post(
-                self._url, data=orjson.dumps(body), headers=self._headers
+                url or self._url, data=orjson.dumps(body), headers=self._headers
             )
         async with response:
             with _mapped_errors(provider, streaming=False):

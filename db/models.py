@@ -368,7 +368,10 @@ class StoredResponse(Base):
 
     ``conversation`` is the whole canonical history the answer ends (the earlier responses' input
     and output, this input, this output; never the ``instructions``, which do not carry over),
-    so a follow-up needs one row, not a walk up the chain.
+    so a follow-up needs one row, not a walk up the chain. ``items`` is the same history as
+    Responses API items, reasoning items included, for a provider that serves that API itself;
+    ``input_items`` this request's own input, listed by ``GET /v1/responses/{id}/input_items``
+    (both null for rows stored before migration 0050).
     """
 
     __tablename__ = "stored_responses"
@@ -376,6 +379,8 @@ class StoredResponse(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     api_key_id: Mapped[int] = mapped_column(Integer, index=True)
     model: Mapped[str] = mapped_column(String(200))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
     response: Mapped[dict[str, Any]] = mapped_column(JSON)
     conversation: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    items: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    input_items: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)

@@ -21,6 +21,11 @@ ToolSchemaConverter = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def _openai(config: ModelConfig, api_key: str | None) -> ChatAdapter:
+    if config.native_responses:
+        # Also serves the server's own Responses API (passed through, not translated).
+        from adapters.openai_responses import OpenAIResponsesAdapter
+
+        return OpenAIResponsesAdapter(config, api_key)
     from adapters.openai import OpenAIAdapter
 
     return OpenAIAdapter(config, api_key)

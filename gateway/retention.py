@@ -1,4 +1,5 @@
-"""Retention: raw usage rows and audit events older than their configured age are deleted.
+"""Retention: raw usage rows, audit events and stored Responses API answers older than their
+configured age are deleted.
 
 One replica at a time runs it, chosen by a lease row in ``maintenance_leases`` (a row, not a
 PostgreSQL advisory lock, so it works the same on SQLite and holds across connection pools): the
@@ -25,7 +26,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.base import utcnow
-from db.models import AuditEvent, MaintenanceLease, UsageRecord
+from db.models import AuditEvent, MaintenanceLease, StoredResponse, UsageRecord
 
 log = structlog.get_logger("gateway.retention")
 LEASE = "retention"
@@ -43,6 +44,7 @@ class RetentionJobSettings(BaseModel):
 class RetentionResult:
     usage_deleted: int
     audit_deleted: int
+    responses_deleted: int = 0
 
 
 class RetentionJob:
@@ -53,16 +55,18 @@ class RetentionJob:
         usage_days: int | None,
         audit_days: int | None,
         settings: RetentionJobSettings,
+        responses_days: int | None = None,
     ) -> None:
         self._sessions = sessions
         self._usage_days = usage_days
         self._audit_days = audit_days
+        self._responses_days = responses_days
         self._settings = settings
         self._holder = secrets.token_hex(8)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        if self._usage_days is None and self._audit_days is None:
+        if self._usage_days is None and self._audit_days is None and self._responses_days is None:
             return
         self._task = asyncio.create_task(self._run(), name="retention")
 
@@ -78,11 +82,19 @@ class RetentionJob:
             return None
         usage = await self._delete_older(UsageRecord, self._usage_days)
         audit = await self._delete_older(AuditEvent, self._audit_days)
-        if usage or audit:
-            log.info("retention_deleted", usage_records=usage, audit_events=audit)
-        return RetentionResult(usage, audit)
+        responses = await self._delete_older(StoredResponse, self._responses_days)
+        if usage or audit or responses:
+            log.info(
+                "retention_deleted",
+                usage_records=usage,
+                audit_events=audit,
+                stored_responses=responses,
+            )
+        return RetentionResult(usage, audit, responses)
 
-    async def _delete_older(self, table: type[UsageRecord | AuditEvent], days: int | None) -> int:
+    async def _delete_older(
+        self, table: type[UsageRecord | AuditEvent | StoredResponse], days: int | None
+    ) -> int:
         if days is None:
             return 0
         cutoff = utcnow() - timedelta(days=days)

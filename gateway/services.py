@@ -162,6 +162,7 @@ class Services:
             usage_days=settings.usage_retention_days,
             audit_days=settings.audit_retention_days,
             settings=settings.retention,
+            responses_days=settings.responses_retention_days,
         )
         retention.start()
         return cls(

@@ -101,7 +101,15 @@ class Settings(BaseSettings):
     audit_retention_days: int | None = Field(
         None, gt=0, description="audit events older than this are deleted; unset: kept"
     )
+    responses_retention_days: int | None = Field(
+        None, gt=0, description="stored /v1/responses answers older than this are deleted"
+    )
     retention: RetentionJobSettings = Field(default_factory=RetentionJobSettings)
+    responses_builtin_tools: dict[str, str] = Field(
+        default_factory=dict,
+        description="/v1/responses built-in tool type (web_search, ...) -> the MCP tool in the "
+        "caller's catalog offered in its place",
+    )
     models: list[ModelConfig] = Field(default_factory=list)
     max_messages: int = Field(1000, gt=0, description="more messages in one request get 413")
     max_json_depth: int = Field(64, gt=0, description="deeper JSON bodies get 400")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -122,6 +123,12 @@ class ModelConfig(BaseModel):
         description="a tool server's request for input during a call reaches the conversation's"
         " caller (`tool_call.input_required`) instead of being declined",
     )
+    responses_api: Literal["auto", "native", "translate"] = Field(
+        "auto",
+        description="/v1/responses for provider openai: `native` passes it through to the "
+        "server's own /responses (reasoning items survive), `translate` goes through Chat "
+        "Completions; `auto`: native for OpenAI itself (no base_url, or api.openai.com)",
+    )
     roles: list[str] = Field(
         default_factory=list, description="key roles allowed to use this model; empty: every key"
     )
@@ -148,6 +155,15 @@ class ModelConfig(BaseModel):
     @property
     def upstream_model(self) -> str:
         return self.model or self.name
+
+    @property
+    def native_responses(self) -> bool:
+        """Whether this (provider openai) deployment is sent Responses API requests as they are."""
+        if self.provider != "openai" or self.responses_api == "translate":
+            return False
+        if self.responses_api == "native":
+            return True
+        return self.base_url is None or urlsplit(self.base_url).hostname == "api.openai.com"
 
     @model_validator(mode="after")
     def _script_only_for_mock(self) -> ModelConfig:

@@ -13,7 +13,7 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 import structlog
 from opentelemetry.trace import NoOpTracer, Span, Tracer
@@ -32,13 +32,18 @@ from llm_service.errors import (
 from llm_service.registry import ModelRegistry
 from llm_service.retry import Timing, backoff_seconds, is_retryable
 from llm_service.spans import span
-from llm_service.stream_guard import guarded_stream, internal_error
+from llm_service.stream_guard import E, guarded_stream, internal_error
 from llm_service.types import (
     ChatRequest,
     ChatResponse,
     EmbeddingAdapter,
     EmbeddingRequest,
     EmbeddingResponse,
+    ResponsesAdapter,
+    ResponsesAnswer,
+    ResponsesCall,
+    ResponsesDone,
+    ResponsesStreamEvent,
     StreamDone,
     StreamEvent,
 )
@@ -58,10 +63,14 @@ class Served:
 
 
 @dataclass
-class RoutedStream:
-    first: StreamEvent
-    rest: AsyncGenerator[StreamEvent, None]
+class Routed(Generic[E]):
+    first: E
+    rest: AsyncGenerator[E, None]
     served: Served
+
+
+RoutedStream = Routed[StreamEvent]
+RoutedResponses = Routed[ResponsesStreamEvent]
 
 
 def _served(upstream: Upstream) -> Served:
@@ -136,11 +145,48 @@ class Router:
         return result
 
     async def stream(self, alias: str, request: ChatRequest) -> RoutedStream:
-        async def attempt(upstream: Upstream, deadline: float) -> RoutedStream:
+        def open_stream(upstream: Upstream) -> AsyncGenerator[StreamEvent, None]:
             adapter = upstream.deployment.adapter
-            assert adapter is not None
+            assert adapter is not None  # the balancer hands out available deployments only
+            return adapter.stream(request)
+
+        return await self._streamed(alias, f"chat {alias} (stream)", open_stream)
+
+    def serves_responses(self, alias: str) -> bool:
+        """Whether every deployment that may answer for ``alias`` (its fallbacks' too) serves the
+        Responses API itself: only then is such a request passed through, so no fallback ever
+        needs a translation the first attempt did not make."""
+        config = self._registry.get(alias).config
+        names = [alias, *config.fallbacks, *config.context_window_fallbacks]
+        adapters = [d.adapter for name in names for d in self._registry.members(name)]
+        present = [adapter for adapter in adapters if adapter is not None]
+        return bool(present) and all(isinstance(a, ResponsesAdapter) for a in present)
+
+    async def respond(self, alias: str, call: ResponsesCall) -> tuple[ResponsesAnswer, Served]:
+        """A provider's own Responses API, whole, with the chat path's retries and fallbacks."""
+
+        async def attempt(upstream: Upstream, deadline: float) -> tuple[ResponsesAnswer, Served]:
+            adapter = _responses_adapter(upstream)
+            answer = await self._whole(upstream, deadline, adapter.respond(call))
+            return answer, _served(upstream)
+
+        with span(self._tracer, f"responses {alias}") as current:
+            answer, served = await self._route(alias, attempt)
+            _annotate(current, served)
+            return answer, served
+
+    async def respond_stream(self, alias: str, call: ResponsesCall) -> RoutedResponses:
+        def open_stream(upstream: Upstream) -> AsyncGenerator[ResponsesStreamEvent, None]:
+            return _responses_adapter(upstream).respond_stream(call)
+
+        return await self._streamed(alias, f"responses {alias} (stream)", open_stream)
+
+    async def _streamed(
+        self, alias: str, name: str, open_stream: Callable[[Upstream], AsyncGenerator[E, None]]
+    ) -> Routed[E]:
+        async def attempt(upstream: Upstream, deadline: float) -> Routed[E]:
             timeouts = upstream.deployment.config.timeouts
-            events = adapter.stream(request)
+            events = open_stream(upstream)
             upstream.begin()
             try:
                 async with asyncio.timeout(min(timeouts.first_byte, self._remaining(deadline))):
@@ -156,11 +202,11 @@ class Router:
                 upstream.breaker.release()
                 await events.aclose()
                 raise
-            if isinstance(first, StreamDone):  # a complete answer in one event
+            if isinstance(first, (StreamDone, ResponsesDone)):  # a complete answer in one event
                 upstream.end()
                 upstream.breaker.record_success()
                 await events.aclose()
-                return RoutedStream(first, _nothing(), _served(upstream))
+                return Routed(first, _nothing(), _served(upstream))
             rest = await guarded_stream(
                 events,
                 upstream,
@@ -168,10 +214,10 @@ class Router:
                 remaining=lambda: self._remaining(deadline),
                 record=self._record,
             )
-            return RoutedStream(first, rest, _served(upstream))
+            return Routed(first, rest, _served(upstream))
 
         # The span ends at the first event: what the router decides (and retries) happens by then.
-        with span(self._tracer, f"chat {alias} (stream)") as current:
+        with span(self._tracer, name) as current:
             routed = await self._route(alias, attempt)
             _annotate(current, routed.served)
             return routed
@@ -256,9 +302,17 @@ class Router:
             raise error from None
 
 
-async def _nothing() -> AsyncGenerator[StreamEvent, None]:
+async def _nothing() -> AsyncGenerator[Any, None]:
     return
     yield  # pragma: no cover - makes this an (empty) async generator
+
+
+def _responses_adapter(upstream: Upstream) -> ResponsesAdapter:
+    adapter = upstream.deployment.adapter
+    if not isinstance(adapter, ResponsesAdapter):  # serves_responses said it would be
+        provider = upstream.deployment.config.provider
+        raise InvalidRequest(f"The provider `{provider}` does not serve the Responses API itself.")
+    return adapter
 
 
 def _as_gateway_error(exc: Exception, upstream: Upstream) -> GatewayError:

@@ -4,27 +4,29 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Callable
-from typing import cast
+from typing import TypeVar, cast
 
 import structlog
 
 from llm_service.balancer import Upstream
 from llm_service.errors import GatewayError, InternalError, UpstreamProtocolError, UpstreamTimeout
-from llm_service.types import StreamDone, StreamEvent
+from llm_service.types import ResponsesDone, ResponsesStreamEvent, StreamDone, StreamEvent
 
 log = structlog.get_logger("llm_service.router")
 
 Recorder = Callable[[Upstream, GatewayError | None], None]
+# A chat stream, or a provider's own Responses API stream; each ends with its one done event.
+E = TypeVar("E", StreamEvent, ResponsesStreamEvent)
 
 
 async def guarded_stream(
-    events: AsyncGenerator[StreamEvent, None],
+    events: AsyncGenerator[E, None],
     upstream: Upstream,
     *,
     between_chunks: float,
     remaining: Callable[[], float],
     record: Recorder,
-) -> AsyncGenerator[StreamEvent, None]:
+) -> AsyncGenerator[E, None]:
     """Yields the rest of ``events``; each must come within ``between_chunks`` and the deadline.
 
     Failures surface as ``GatewayError`` so the HTTP edge can end the stream with an error event.
@@ -34,16 +36,16 @@ async def guarded_stream(
     """
     guarded = _guarded(events, upstream, between_chunks, remaining, record)
     await anext(guarded)  # runs to the priming yield below
-    return cast(AsyncGenerator[StreamEvent, None], guarded)
+    return cast(AsyncGenerator[E, None], guarded)
 
 
 async def _guarded(
-    events: AsyncGenerator[StreamEvent, None],
+    events: AsyncGenerator[E, None],
     upstream: Upstream,
     between_chunks: float,
     remaining: Callable[[], float],
     record: Recorder,
-) -> AsyncGenerator[StreamEvent | None, None]:
+) -> AsyncGenerator[E | None, None]:
     provider = upstream.deployment.config.provider
     outcome: GatewayError | None = None
     finished = False
@@ -70,7 +72,7 @@ async def _guarded(
                 outcome = internal_error(exc, upstream)
                 raise outcome from exc
             yield event
-            if isinstance(event, StreamDone):
+            if isinstance(event, (StreamDone, ResponsesDone)):
                 finished = True
                 return
     finally:

@@ -284,3 +284,54 @@ class EmbeddingAdapter(Protocol):
     provider: str
 
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse: ...
+
+
+# A provider's own Responses API (OpenAI's), passed through rather than translated, so what the
+# canonical types do not hold survives: reasoning items with their encrypted content, summaries.
+# The bodies are the Responses API's own JSON, which the gateway does not re-shape.
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesCall:
+    """A Responses API request body without ``model``, ``stream``, ``store`` and
+    ``previous_response_id``: the adapter sets the first two, the gateway keeps the history."""
+
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesAnswer:
+    response: dict[str, Any]  # the provider's Response object
+    usage: Usage
+    model: str  # the upstream model that answered
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesEvent:
+    """One streamed event as the provider sent it (``type``, ``sequence_number``, ...)."""
+
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesDone:
+    """The stream's last event (``response.completed`` or ``response.incomplete``), read."""
+
+    data: dict[str, Any]
+    answer: ResponsesAnswer
+
+
+ResponsesStreamEvent = ResponsesEvent | ResponsesDone
+
+
+@runtime_checkable
+class ResponsesAdapter(Protocol):
+    """A deployment whose provider serves the Responses API itself. Failures (an ``error`` or
+    ``response.failed`` event too) are mapped as ``ChatAdapter``'s are; a stream ends with
+    exactly one ``ResponsesDone``."""
+
+    provider: str
+
+    async def respond(self, call: ResponsesCall) -> ResponsesAnswer: ...
+
+    def respond_stream(self, call: ResponsesCall) -> AsyncGenerator[ResponsesStreamEvent, None]: ...

@@ -1,8 +1,9 @@
-"""Responses API items <-> canonical types.
+"""Responses API items <-> canonical types, for every provider that does not serve the Responses
+API itself (``passthrough.py`` is the other way).
 
-Every provider is reached through the canonical conversation, so what the canonical types do not
-hold is not carried: reasoning items (a model's encrypted reasoning) are neither returned nor
-accepted back as anything but ignored input (docs/responses-api.md).
+What the canonical types do not hold is not carried this way: reasoning items (a model's
+encrypted reasoning) are neither returned nor accepted back as anything but ignored input
+(docs/responses-api.md).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from llm_service.types import (
     ImagePart,
     Message,
     NamedToolChoice,
+    ResponseFormat,
     SystemMessage,
     TextPart,
     ToolChoice,
@@ -41,17 +43,14 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(24)}"
 
 
-def tool_specs(body: ResponsesRequest) -> tuple[ToolSpec, ...]:
+def tool_specs(body: ResponsesRequest, mapped: dict[int, ToolSpec]) -> tuple[ToolSpec, ...]:
+    """The request's tools; ``mapped`` holds the MCP tool each built-in one stands for
+    (``builtin_tools.py``), which refuses the others by name first."""
     specs = []
     for index, tool in enumerate(body.tools or ()):
-        kind = tool.get("type")
-        if kind != "function":
-            raise InvalidRequest(
-                f"The tool type `{kind}` is not supported by this gateway: only `function` tools "
-                "are (built-in tools such as web_search, file_search, code_interpreter and "
-                "computer_use run only on OpenAI's own servers).",
-                param=f"tools[{index}]",
-            )
+        if index in mapped:
+            specs.append(mapped[index])
+            continue
         name = tool.get("name")
         if not isinstance(name, str) or not name:
             raise InvalidRequest("A function tool needs a `name`.", param=f"tools[{index}].name")
@@ -65,7 +64,27 @@ def tool_specs(body: ResponsesRequest) -> tuple[ToolSpec, ...]:
                 parameters=parameters,
             )
         )
+    names = [spec.name for spec in specs]
+    for name in names:
+        if names.count(name) > 1:
+            raise InvalidRequest(f"Two tools are named `{name}`.", param="tools")
     return tuple(specs)
+
+
+def response_format(body: ResponsesRequest) -> ResponseFormat | None:
+    """``text.format`` as the canonical response format."""
+    chosen = body.text.format if body.text is not None else None
+    if chosen is None or chosen.type == "text":
+        return None
+    if chosen.type == "json_object":
+        return ResponseFormat("json_object")
+    return ResponseFormat(
+        "json_schema",
+        schema=chosen.json_schema,
+        name=chosen.name,
+        strict=chosen.strict,
+        description=chosen.description,
+    )
 
 
 def tool_choice(body: ResponsesRequest) -> ToolChoice | None:
@@ -188,9 +207,12 @@ def _user_parts(content: Any, where: str) -> tuple[ContentPart, ...]:
 def usage_json(usage: Usage) -> JSON:
     return {
         "input_tokens": usage.prompt_tokens,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "input_tokens_details": {
+            "cached_tokens": usage.cached_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+        },
         "output_tokens": usage.completion_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
         "total_tokens": usage.total_tokens,
     }
 
@@ -263,7 +285,7 @@ def response_json(
         "tools": body.tools or [],
         "metadata": body.metadata or {},
         "store": body.store,
-        "text": {"format": {"type": "text"}},
+        "text": body.echoed("text") or {"format": {"type": "text"}},
         "truncation": "disabled",
         "usage": usage_json(usage) if usage is not None else None,
         "user": body.user,
@@ -283,12 +305,15 @@ def whole_response_json(response: ChatResponse, response_id: str, body: Response
 def output_messages(output: list[JSON]) -> list[Message]:
     """The canonical assistant message a response's output items make (for stored history)."""
     text = "".join(
-        part["text"] for item in output if item["type"] == "message" for part in item["content"]
+        str(part.get("text", ""))
+        for item in output
+        if item.get("type") == "message"
+        for part in item.get("content") or ()
     )
     calls = tuple(
         tool_call(item["call_id"], item["name"], item["arguments"])
         for item in output
-        if item["type"] == "function_call"
+        if item.get("type") == "function_call"
     )
     if not text and not calls:
         return []

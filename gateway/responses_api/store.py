@@ -6,7 +6,6 @@ ids cannot be probed across keys.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +32,17 @@ class ResponseNotFound(GatewayError):
 class Stored:
     response: JSON
     conversation: list[Message]
+    items: list[JSON] | None  # None: stored before items were kept
+    input_items: list[JSON] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a finished response leaves for its follow-ups (see ``StoredResponse``)."""
+
+    conversation: list[Message]
+    items: list[JSON]
+    input_items: list[JSON]
 
 
 def not_found(response_id: str, param: str | None = None) -> ResponseNotFound:
@@ -43,15 +53,15 @@ class ResponseStore:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
 
-    async def save(
-        self, key_id: int, model: str, response: JSON, conversation: Sequence[Message]
-    ) -> None:
+    async def save(self, key_id: int, model: str, response: JSON, outcome: Outcome) -> None:
         row = StoredResponse(
             id=response["id"],
             api_key_id=key_id,
             model=model,
             response=response,
-            conversation=_CONVERSATION.dump_python(list(conversation), mode="json"),
+            conversation=_CONVERSATION.dump_python(outcome.conversation, mode="json"),
+            items=outcome.items,
+            input_items=outcome.input_items,
         )
         async with self._sessions.begin() as session:
             session.add(row)
@@ -65,7 +75,8 @@ class ResponseStore:
             )
         if row is None:
             return None
-        return Stored(row.response, _CONVERSATION.validate_python(row.conversation))
+        conversation = _CONVERSATION.validate_python(row.conversation)
+        return Stored(row.response, conversation, row.items, row.input_items)
 
     async def delete(self, response_id: str, key_id: int) -> bool:
         async with self._sessions.begin() as session:

@@ -4,6 +4,10 @@ Tests queue replies; the fake answers them in order (or echoes), whole or stream
 OpenAI streams: a role chunk, content deltas, tool-call deltas whose id and name come first and
 whose arguments are split across chunks, a finish chunk, an optional usage chunk, ``[DONE]``.
 
+``POST /v1/responses`` answers the same queue as OpenAI's Responses API, whole or streamed in its
+typed events (``tests/support/fake_openai_responses.py``); ``FakeReply.reasoning`` adds a
+reasoning item with that summary.
+
 ``POST /v1/embeddings`` answers a string or a list of strings with deterministic vectors
 (``fake_vector``) of ``dimensions`` floats (default 8), as floats or as base64 little-endian
 float32, as OpenAI does; it refuses what OpenAI refuses (empty input, an unknown encoding).
@@ -34,6 +38,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.support import fake_openai_responses as responses_api
+
 
 @dataclass
 class FakeToolCall:
@@ -55,6 +61,7 @@ class FakeReply:
     cached_tokens: int = 0  # of prompt_tokens: prompt-cache reads
     cache_write_tokens: int = 0  # of prompt_tokens: Anthropic's cache creation
     reasoning_tokens: int = 0  # of completion_tokens
+    reasoning: str | None = None  # /v1/responses only: a reasoning item with this summary
     # Fault modes. ``hang``: never answer (until the client gives up and disconnects);
     # ``first_byte_delay``: seconds before the headers; ``garbage``: a 200 that is not JSON;
     # ``truncate_after``: a stream cut after that many chunks, without a finish or [DONE];
@@ -78,6 +85,12 @@ class FakeOpenAI:
     outage: FakeReply | None = None
     # Set when a client closed its connection while the fake held a reply back (hang, stall).
     client_left: threading.Event = field(default_factory=threading.Event)
+    paths: list[str] = field(default_factory=list)  # of each request in ``requests``
+    # As OpenAI's models without reasoning: ``include: ["reasoning.encrypted_content"]`` is a 400.
+    refuses_encrypted_reasoning: bool = False
+    responses_memory: responses_api.ResponsesMemory = field(
+        default_factory=responses_api.ResponsesMemory
+    )
 
     def queue(self, *replies: FakeReply) -> None:
         self.replies.extend(replies)
@@ -87,6 +100,7 @@ class FakeOpenAI:
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+                Route("/v1/responses", self._responses, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
             ]
         )
@@ -96,6 +110,7 @@ class FakeOpenAI:
 
     async def _embeddings(self, request: Request) -> Response:
         body = await request.json()
+        self.paths.append(request.url.path)
         self.requests.append(body)
         self.headers.append(dict(request.headers))
         if self.outage is not None:
@@ -130,8 +145,36 @@ class FakeOpenAI:
             }
         )
 
+    async def _responses(self, request: Request) -> Response:
+        body = await request.json()
+        self.paths.append(request.url.path)
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        refusal = self.responses_memory.refusal(body)
+        if self.refuses_encrypted_reasoning and responses_api.ENCRYPTED in body.get("include", []):
+            refusal = "Encrypted content is not supported with this model."
+        if refusal is not None:
+            error = {"message": refusal, "type": "invalid_request_error", "code": None}
+            return JSONResponse({"error": error}, 400)
+        text = responses_api.echo_text(body)
+        reply = self.outage or (self.replies.popleft() if self.replies else FakeReply(text=text))
+        await _delay(request, reply, self.client_left)
+        if reply.status != 200:
+            error = reply.error or {"message": "fake failure", "type": "server_error"}
+            return JSONResponse({"error": error}, reply.status, headers=reply.headers)
+        calls = [
+            FakeToolCall(c.name, c.arguments, c.id or f"call_fake_{len(self.requests)}_{i}")
+            for i, c in enumerate(reply.tool_calls)
+        ]
+        memory = self.responses_memory
+        if not body.get("stream"):
+            return JSONResponse(responses_api.whole(body, reply, calls, memory))
+        events = responses_api.events(body, reply, calls, memory)
+        return StreamingResponse(_with_error(reply, events), media_type="text/event-stream")
+
     async def _chat(self, request: Request) -> Response:
         body = await request.json()
+        self.paths.append(request.url.path)
         self.requests.append(body)
         self.headers.append(dict(request.headers))
         problem = _invalid_chat(body)
@@ -243,6 +286,17 @@ async def _faulty(
             yield f"data: {json.dumps({'error': reply.stream_error})}\n\n"
             return
         yield chunk
+        sent += 1
+
+
+async def _with_error(reply: FakeReply, events: AsyncIterator[str]) -> AsyncIterator[str]:
+    """A Responses stream, ended by an ``error`` event after ``error_after`` events if asked."""
+    sent = 0
+    async for event in events:
+        if reply.stream_error is not None and sent == reply.error_after:
+            yield responses_api.error_event(reply.stream_error, sent)
+            return
+        yield event
         sent += 1
 
 

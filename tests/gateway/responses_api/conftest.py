@@ -15,6 +15,7 @@ from starlette.routing import Route
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway import RunningGateway, running_gateway
+from tests.support.mcp_servers import demo_server
 from tests.support.servers import serve
 
 WEATHER_TOOL = {
@@ -61,6 +62,7 @@ class ResponsesStack:
     gateway: RunningGateway
     openai_fake: FakeOpenAI
     anthropic_fake: FakeAnthropic
+    plain_fake: FakeOpenAI  # as an OpenAI model that does not reason
     user_key: str
     other_key: str
 
@@ -68,26 +70,80 @@ class ResponsesStack:
         return openai.OpenAI(base_url=self.gateway.v1, api_key=key or self.user_key, max_retries=0)
 
     def fresh(self) -> None:
-        for fake in (self.openai_fake, self.anthropic_fake):
+        for fake in (self.openai_fake, self.anthropic_fake, self.plain_fake):
             fake.replies.clear()
             fake.requests.clear()
             fake.headers.clear()
+        self.openai_fake.paths.clear()
+        self.plain_fake.paths.clear()
 
 
 # The route's database work is the foundation's (tested on both backends); SQLite keeps it fast.
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ResponsesStack]:
     openai_fake, anthropic_fake = FakeOpenAI(), FakeAnthropic()
+    plain_fake = FakeOpenAI(refuses_encrypted_reasoning=True)
     database_url = f"sqlite+aiosqlite:///{Path(tmp_path_factory.mktemp('db')) / 'gateway.db'}"
+    demo = demo_server("docs")
     with (
+        serve(demo.server.streamable_http_app()) as docs_url,
         serve(openai_fake.app()) as openai_url,
+        serve(plain_fake.app()) as plain_url,
         serve(anthropic_fake.app()) as anthropic_url,
         serve(_cut_stream_openai()) as cut_url,
         running_gateway(
             database_url,
             environ={"UPSTREAM_KEY": "sk-upstream"},
             max_messages=5,  # every test's conversation fits; test_too_many_messages does not
+            mcp_servers=[
+                {
+                    "name": "docs",
+                    "transport": "streamable_http",
+                    "url": f"{docs_url}/mcp",
+                    "roles": ["user"],
+                    "trusted": True,
+                    "tools": {"fail": {"roles": ["admin"]}},
+                }
+            ],
+            tool_catalog={"discovery_timeout": 5},
+            responses_builtin_tools={"web_search": "echo", "code_interpreter": "fail"},
             models=[
+                {
+                    # OpenAI's own Responses API, passed through (the fake serves /v1/responses)
+                    "name": "gpt-native",
+                    "provider": "openai",
+                    "model": "gpt-upstream",
+                    "base_url": f"{openai_url}/v1",
+                    "api_key_env": "UPSTREAM_KEY",
+                    "responses_api": "native",
+                },
+                {
+                    "name": "gpt-plain",
+                    "provider": "openai",
+                    "base_url": f"{plain_url}/v1",
+                    "api_key_env": "UPSTREAM_KEY",
+                    "responses_api": "native",
+                },
+                {
+                    # Its first deployment is down: the router falls back, still passing through.
+                    "name": "gpt-native-behind-a-dead-one",
+                    "provider": "openai",
+                    "base_url": "http://127.0.0.1:9/v1",
+                    "api_key_env": "UPSTREAM_KEY",
+                    "responses_api": "native",
+                    "retry": {"max_attempts": 1},
+                    "fallbacks": ["gpt-native"],
+                },
+                {
+                    # A fallback that cannot pass through: the whole alias is translated.
+                    "name": "gpt-native-or-claude",
+                    "provider": "openai",
+                    "model": "gpt-upstream",
+                    "base_url": f"{openai_url}/v1",
+                    "api_key_env": "UPSTREAM_KEY",
+                    "responses_api": "native",
+                    "fallbacks": ["claude"],
+                },
                 {
                     "name": "gpt",
                     "provider": "openai",
@@ -117,6 +173,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ResponsesStack]:
             gateway,
             openai_fake,
             anthropic_fake,
+            plain_fake,
             user_key=gateway.create_key("team-a", ["user"]),
             other_key=gateway.create_key("team-b", ["user"]),
         )

@@ -1,5 +1,6 @@
 """The OpenAI Agents SDK runs an agent with a function tool against the gateway to completion:
-its Responses model, pointed at the gateway, over an OpenAI and an Anthropic model."""
+its Responses model, pointed at the gateway, over an OpenAI model (translated, and passed through
+to OpenAI's own Responses API with reasoning items) and an Anthropic model."""
 
 from __future__ import annotations
 
@@ -34,14 +35,26 @@ def _agent(stack: ResponsesStack, model: str) -> tuple[Agent, AsyncOpenAI]:
 
 
 def _script(stack: ResponsesStack, model: str) -> None:
-    fake = stack.openai_fake if model == "gpt" else stack.anthropic_fake
+    fake = stack.anthropic_fake if model == "claude" else stack.openai_fake
+    # Only OpenAI's own Responses API has reasoning items (Chat Completions has no place for them).
+    reasoning = "Look it up." if model == "gpt-native" else None
     fake.queue(
-        FakeReply(tool_calls=[FakeToolCall("get_weather", {"city": "Oslo"}, id="call_9")]),
+        FakeReply(
+            reasoning=reasoning,
+            tool_calls=[FakeToolCall("get_weather", {"city": "Oslo"}, id="call_9")],
+        ),
         FakeReply(text="It is sunny in Oslo."),
     )
 
 
-@pytest.mark.parametrize("model", ["gpt", "claude"])
+def _sent_history(stack: ResponsesStack, model: str) -> str:
+    if model == "gpt-native":
+        return str(stack.openai_fake.requests[1]["input"])
+    fake = stack.anthropic_fake if model == "claude" else stack.openai_fake
+    return str(fake.requests[1]["messages"])
+
+
+@pytest.mark.parametrize("model", ["gpt", "gpt-native", "claude"])
 def test_an_agent_completes_a_tool_turn(fresh: ResponsesStack, model: str) -> None:
     _script(fresh, model)
     agent, client = _agent(fresh, model)
@@ -54,15 +67,18 @@ def test_an_agent_completes_a_tool_turn(fresh: ResponsesStack, model: str) -> No
             await client.close()
 
     assert asyncio.run(run()) == "It is sunny in Oslo."
-    fake = fresh.openai_fake if model == "gpt" else fresh.anthropic_fake
+    fake = fresh.anthropic_fake if model == "claude" else fresh.openai_fake
     assert len(fake.requests) == 2
     # The tool ran on the agent's side and its result went back to the model.
-    assert "sunny in Oslo" in str(fake.requests[1]["messages"])
+    assert "sunny in Oslo" in _sent_history(fresh, model)
+    if model == "gpt-native":  # with the reasoning item it came with (the fake checks the pair)
+        assert "reasoning" in [item.get("type") for item in fake.requests[1]["input"]]
 
 
-def test_a_streamed_agent_run_completes_a_tool_turn(fresh: ResponsesStack) -> None:
-    _script(fresh, "gpt")
-    agent, client = _agent(fresh, "gpt")
+@pytest.mark.parametrize("model", ["gpt", "gpt-native"])
+def test_a_streamed_agent_run_completes_a_tool_turn(fresh: ResponsesStack, model: str) -> None:
+    _script(fresh, model)
+    agent, client = _agent(fresh, model)
 
     async def run() -> tuple[str, list[str]]:
         try:
@@ -75,4 +91,4 @@ def test_a_streamed_agent_run_completes_a_tool_turn(fresh: ResponsesStack) -> No
     output, kinds = asyncio.run(run())
     assert output == "It is sunny in Oslo."
     assert "raw_response_event" in kinds
-    assert "sunny in Oslo" in str(fresh.openai_fake.requests[1]["messages"])
+    assert "sunny in Oslo" in _sent_history(fresh, model)

@@ -234,7 +234,8 @@ def test_store_false_keeps_nothing(fresh: ResponsesStack) -> None:
 
 
 @pytest.mark.parametrize(
-    "tool", [{"type": "web_search"}, {"type": "file_search", "vector_store_ids": ["vs_1"]}]
+    "tool",
+    [{"type": "computer_use_preview"}, {"type": "file_search", "vector_store_ids": ["vs_1"]}],
 )
 def test_built_in_tools_are_refused_by_name(fresh: ResponsesStack, tool: dict[str, Any]) -> None:
     with pytest.raises(openai.BadRequestError) as refused:
