@@ -61,7 +61,9 @@ function followQueue() {
     if (shown) {
       // Sent again: its approvals changed (one of two given). Keep what the reviewer typed.
       if (shown.dataset.approvals === card.dataset.approvals) return;
-      shown.querySelector('[data-role="approvals"]')?.replaceWith(card.querySelector('[data-role="approvals"]'));
+      const before = shown.querySelector('[data-role="approvals"]');
+      const after = card.querySelector('[data-role="approvals"]');
+      if (before && after) before.replaceWith(after);
       shown.dataset.approvals = card.dataset.approvals;
       return;
     }
