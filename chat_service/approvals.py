@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+import structlog
+
 from chat_service.config import ToolLoopSettings
 from chat_service.errors import (
     ApprovalRefused,
@@ -21,6 +23,8 @@ from chat_service.policy_checks import PolicyChecks, result_message
 from chat_service.tool_calls import ApprovalMark, CallState, ToolCallStore, ToolCallView
 from db.base import utcnow
 from governance import Denial, KeyState, Stage, ToolGovernance
+
+log = structlog.get_logger("chat_service.approvals")
 
 # Told of every decision taken (the call as decided), wherever it was taken (API or admin UI):
 # the gateway counts it and resumes the turn.
@@ -148,6 +152,16 @@ class Approvals:
             changes = self._decision(approver_key_id, reason) if release else None
             moved = await self._calls.add_approval(current, mark, changes, required)
             if moved is not None:
+                if changes is None:
+                    # Nothing moved, so the move's own log event does not say it.
+                    log.info(
+                        "tool_call_partially_approved",
+                        record_id=moved.record_id,
+                        tool=moved.tool_name,
+                        approvals=len(moved.approvals),
+                        approvals_required=moved.approvals_required,
+                        approver_key_id=approver_key_id,
+                    )
                 return moved
             current = await self._calls.get(call.record_id)
         return None

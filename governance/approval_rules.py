@@ -57,7 +57,7 @@ class ApprovalAbove(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     argument: str = ARGUMENT
-    above: float
+    above: float = Field(allow_inf_nan=False)
 
     def exceeded(self, arguments: Mapping[str, Any], defaults: Mapping[str, Any]) -> bool:
         """An absent argument counts at the schema's default (the server would use it); a value
