@@ -1,9 +1,16 @@
-"""Human decisions on held tool calls: single-use, bound to the tool definition, expiring."""
+"""Human decisions on held tool calls: single-use, bound to the tool definition, expiring.
+
+A call whose approval rules ask for two approvers is released by the second distinct person's
+approval; the first is recorded on the call (a partial approval) and survives any replica.
+One rejection ends the call whatever approvals it had.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+
+import structlog
 
 from chat_service.config import ToolLoopSettings
 from chat_service.errors import (
@@ -13,9 +20,11 @@ from chat_service.errors import (
     ToolCallNotFound,
 )
 from chat_service.policy_checks import PolicyChecks, result_message
-from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView
+from chat_service.tool_calls import ApprovalMark, CallState, ToolCallStore, ToolCallView
 from db.base import utcnow
-from governance import Denial, Stage, ToolGovernance
+from governance import Denial, KeyState, Stage, ToolGovernance
+
+log = structlog.get_logger("chat_service.approvals")
 
 # Told of every decision taken (the call as decided), wherever it was taken (API or admin UI):
 # the gateway counts it and resumes the turn.
@@ -65,7 +74,7 @@ class Approvals:
         )
         if moved is None:
             raise DecisionConflict("Another decision on this call came first.")
-        if self._on_decision is not None:
+        if self._on_decision is not None and moved.state is not CallState.AWAITING_APPROVAL:
             self._on_decision(moved)
         return moved
 
@@ -76,11 +85,7 @@ class Approvals:
             return
         requester = await self._tools.key_state(call.requested_by_key_id)
         approver = await self._tools.key_state(approver_key_id)
-        if requester is None or approver is None:
-            same = call.requested_by_key_id == approver_key_id
-        else:
-            same = requester.owner == approver.owner or requester.key_id == approver.key_id
-        if not same:
+        if not _same_person(call.requested_by_key_id, requester, approver_key_id, approver):
             return
         owner = None if approver is None else approver.owner
         await self._calls.audit(call, "self_approval_refused", approver_key_id, {"owner": owner})
@@ -107,6 +112,9 @@ class Approvals:
                 f"The call may no longer run ({verdict.reason}); it was not approved.",
                 forbidden=verdict.denial in _REQUESTER_DENIALS,
             )
+        required = max(call.approvals_required, verdict.approvals_required)
+        if required > 1:
+            return await self._count_approval(call, approver_key_id, reason, required)
         return await self._calls.move(
             call.record_id,
             CallState.AWAITING_APPROVAL,
@@ -114,6 +122,49 @@ class Approvals:
             actor_key_id=approver_key_id,
             changes=self._decision(approver_key_id, reason),
         )
+
+    async def _count_approval(
+        self, call: ToolCallView, approver_key_id: int, reason: str | None, required: int
+    ) -> ToolCallView | None:
+        """One of ``required`` distinct approvals: recorded, and the last one releases the call.
+        The requester never counts, even where self-approval is allowed."""
+        approver = await self._tools.key_state(approver_key_id)
+        requester = await self._tools.key_state(call.requested_by_key_id)
+        if _same_person(call.requested_by_key_id, requester, approver_key_id, approver):
+            owner = None if approver is None else approver.owner
+            await self._calls.audit(
+                call, "self_approval_refused", approver_key_id, {"owner": owner}
+            )
+            raise SelfApprovalForbidden("The requester never counts as one of the approvers.")
+        owner = None if approver is None else approver.owner
+        current: ToolCallView | None = call
+        # Another approval landing between the read and the write loses us the compare-and-set:
+        # read again and count on top of it.
+        for _ in range(3):
+            if current is None or current.state is not CallState.AWAITING_APPROVAL:
+                return None
+            if any(_same_mark(mark, approver_key_id, owner) for mark in current.approvals):
+                raise DecisionConflict(
+                    "You approved this call already; it needs another admin's approval."
+                )
+            mark = ApprovalMark(approver_key_id, owner, self._clock(), reason)
+            release = len(current.approvals) + 1 >= required
+            changes = self._decision(approver_key_id, reason) if release else None
+            moved = await self._calls.add_approval(current, mark, changes, required)
+            if moved is not None:
+                if changes is None:
+                    # Nothing moved, so the move's own log event does not say it.
+                    log.info(
+                        "tool_call_partially_approved",
+                        record_id=moved.record_id,
+                        tool=moved.tool_name,
+                        approvals=len(moved.approvals),
+                        approvals_required=moved.approvals_required,
+                        approver_key_id=approver_key_id,
+                    )
+                return moved
+            current = await self._calls.get(call.record_id)
+        return None
 
     async def _reject(
         self, call: ToolCallView, approver_key_id: int, reason: str | None
@@ -156,3 +207,15 @@ class Approvals:
             if call.expires_at is not None and call.expires_at <= now and await self.expire(call):
                 touched.add(call.conversation_id)
         return touched
+
+
+def _same_person(
+    requester_id: int, requester: KeyState | None, approver_id: int, approver: KeyState | None
+) -> bool:
+    if requester is None or approver is None:
+        return requester_id == approver_id
+    return requester.owner == approver.owner or requester.key_id == approver.key_id
+
+
+def _same_mark(mark: ApprovalMark, key_id: int, owner: str | None) -> bool:
+    return mark.key_id == key_id or (owner is not None and mark.owner == owner)

@@ -111,7 +111,11 @@ class ToolExecutor:
                 view.record_id,
                 CallState.PROPOSED,
                 CallState.AWAITING_APPROVAL,
-                changes={**identity, "expires_at": expires_at},
+                changes={
+                    **identity,
+                    "expires_at": expires_at,
+                    "approvals_required": verdict.approvals_required,
+                },
             )
         return await self._calls.move(
             view.record_id, CallState.PROPOSED, CallState.APPROVED, changes=identity

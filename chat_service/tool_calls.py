@@ -60,6 +60,16 @@ def arguments_hash(arguments: dict[str, Any]) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalMark:
+    """One person's approval of a call that needs more than one."""
+
+    key_id: int
+    owner: str | None  # the approving key's owner: two approvals need two owners
+    at: Timestamp
+    comment: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallView:
     """One tool-call row. ``record_id`` is ours (the row's id: approvals, audit and the admin UI
     name calls by it); ``call_id`` is the id the model gave the call (tool results answer it)."""
@@ -84,6 +94,8 @@ class ToolCallView:
     decided_at: Timestamp | None = None
     started_at: Timestamp | None = None
     finished_at: Timestamp | None = None
+    approvals_required: int = 1
+    approvals: tuple[ApprovalMark, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = TOOL_CALL.dump_python(self, mode="json", by_alias=True)
@@ -116,7 +128,12 @@ def _view(row: ToolCallRecord) -> ToolCallView:
         decided_at=row.decided_at,
         started_at=row.started_at,
         finished_at=row.finished_at,
+        approvals_required=row.approvals_required,
+        approvals=_MARKS.validate_python(row.approvals or []),
     )
+
+
+_MARKS: TypeAdapter[tuple[ApprovalMark, ...]] = TypeAdapter(tuple[ApprovalMark, ...])
 
 
 # Told of every state a call enters (for metrics).
@@ -193,6 +210,52 @@ class ToolCallStore:
             session.add(_audit(row, new.value, actor_key_id, detail))
             view = _view(row)
         return self._moved(view)
+
+    async def add_approval(
+        self,
+        call: ToolCallView,
+        mark: ApprovalMark,
+        changes: dict[str, Any] | None,
+        required: int,
+    ) -> ToolCallView | None:
+        """Adds one approval to a call awaiting its approvals, if no other was added since
+        ``call`` was read (compare-and-set on the count); ``changes`` (the decision's fields)
+        given: the approval releases the call (``approved``), else it is a partial approval.
+        ``required``: the approvals the call needs now (rules may have tightened since).
+        None when another approval or decision came first."""
+        marks = [*call.approvals, mark]
+        values: dict[str, Any] = {
+            "approvals": _MARKS.dump_python(tuple(marks), mode="json"),
+            "approval_count": len(marks),
+            "approvals_required": required,
+        }
+        if changes is not None:
+            values = {**values, **changes, "state": CallState.APPROVED.value}
+        async with self._sessions.begin() as session:
+            result = await session.execute(
+                update(ToolCallRecord)
+                .where(
+                    ToolCallRecord.id == call.record_id,
+                    ToolCallRecord.state == CallState.AWAITING_APPROVAL.value,
+                    ToolCallRecord.approval_count == len(call.approvals),
+                )
+                .values(**values)
+            )
+            if not getattr(result, "rowcount", 0):
+                return None
+            row = await session.get(ToolCallRecord, call.record_id, populate_existing=True)
+            assert row is not None
+            action = "partially_approved" if changes is None else CallState.APPROVED.value
+            detail = {
+                "approvals": len(marks),
+                "approvals_required": row.approvals_required,
+                "owner": mark.owner,
+                **{k: _jsonable(v) for k, v in (changes or {}).items()},
+            }
+            session.add(_audit(row, action, mark.key_id, detail))
+            view = _view(row)
+        # A partial approval moves nothing: no state to observe (no metric, no webhook).
+        return view if changes is None else self._moved(view)
 
     async def audit(
         self, call: ToolCallView, action: str, actor_key_id: int | None, detail: dict[str, Any]

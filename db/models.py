@@ -217,6 +217,11 @@ class ToolCallRecord(Base):
     decided_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     decision_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Distinct approvals the call needs, and those given so far: [{key_id, owner, at, comment}].
+    # approval_count guards each addition (compare-and-set), so two replicas never both count.
+    approvals_required: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    approvals: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    approval_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     policy_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     result: Mapped[str | None] = mapped_column(Text, nullable=True)
     result_is_error: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -326,6 +331,8 @@ class ToolPolicyOverride(Base):
     enabled: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     roles: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     requires_approval: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    # governance.approval_rules.ApprovalRules as JSON; null follows the config file.
+    approval_rules: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
 

@@ -40,6 +40,16 @@ async def authenticate(
     return principal
 
 
+async def presents_admin_key(request: Request, services: Services) -> bool:
+    """Whether the request carries a valid admin key; never refuses (for routes that show more
+    to admins, such as /readyz, and answer others too)."""
+    key = _presented_key(request)
+    if key is None:
+        return False
+    principal = await services.keys.authenticate(key)
+    return principal is not None and principal.is_admin
+
+
 async def require_admin(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
     if not principal.is_admin:
         raise PermissionDenied("This endpoint needs an API key with the `admin` role.")

@@ -8,8 +8,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.responses import Response
 
 from db.schema import SCHEMA_HEAD, current_revision
-from gateway.auth import ServicesDep
+from gateway.auth import ServicesDep, presents_admin_key
 from gateway.responses import json_response
+from gateway.services import Services
 
 router = APIRouter(tags=["health"])
 
@@ -22,7 +23,10 @@ async def healthz() -> Response:
 
 @router.get("/readyz")
 async def readyz(request: Request, services: ServicesDep) -> Response:
-    """Ready when the database answers at the expected schema; models are reported, not required."""
+    """Ready when the database answers at the expected schema; models are reported, not required.
+
+    The reasons (which env var a provider lacks, a tool server's error, the schema revision)
+    are the operators': shown with an admin key, and to anyone else only the status."""
     if request.app.state.drain.draining:
         # Fail at once on SIGTERM so the load balancer stops sending before the drain ends.
         return json_response({"status": "draining", "problems": ["shutting down"]}, 503)
@@ -52,6 +56,9 @@ async def readyz(request: Request, services: ServicesDep) -> Response:
         server["state"] != "ready" for server in tool_servers.values()
     )
     status = "unready" if problems else ("degraded" if degraded else "ok")
+    code = 503 if problems else 200
+    if not await _admin(request, services):
+        return json_response({"status": status}, code)
     payload = {
         "status": status,
         "problems": problems,
@@ -60,4 +67,11 @@ async def readyz(request: Request, services: ServicesDep) -> Response:
         "unpriced_models": services.prices.unpriced(),
         "tool_servers": tool_servers,
     }
-    return json_response(payload, 503 if problems else 200)
+    return json_response(payload, code)
+
+
+async def _admin(request: Request, services: Services) -> bool:
+    try:
+        return await presents_admin_key(request, services)
+    except (SQLAlchemyError, OSError):
+        return False  # no database to check the key against: the status says so

@@ -23,12 +23,13 @@ from db.engine import create_engine, session_factory
 from gateway.admin.sso.client import OidcClient
 from gateway.keys import KeyStore, Principal
 from gateway.limits.alerts import audit_budget_alert
-from gateway.limits.budgets import BudgetAlertSink
+from gateway.limits.budgets import BudgetAlert, BudgetAlertSink
 from gateway.limits.counters import Counters, MemoryCounters
 from gateway.limits.limiter import KeyLimiter
 from gateway.limits.sign_in import SignInThrottle
 from gateway.metrics import GatewayMetrics
-from gateway.notifications.notifier import Notifier
+from gateway.notifications.notifier import Notifier, RequesterLookup
+from gateway.notifications.payloads import Requester
 from gateway.pricing import PriceBook, litellm_price_table
 from gateway.retention import RetentionJob
 from gateway.settings import Settings
@@ -105,7 +106,11 @@ class Services:
         )
         usage.start()
         router = Router(registry, tracer=tracer)
-        limits = _key_limiter(settings, prices, audit_budget_alert(sessions))
+        notifier = Notifier.build(
+            settings.notifications, sessions, environ, metrics, _requesters(keys)
+        )
+        notifier.start()
+        limits = _key_limiter(settings, prices, _budget_sink(sessions, notifier))
         governance = ToolGovernance.build(
             sessions,
             catalog_settings=settings.tool_catalog,
@@ -115,13 +120,12 @@ class Services:
             policies=settings.tool_policies,
             tools=tools,
             keys=keys,
+            on_review_requested=notifier.review_requested,
         )
         # Tool servers that fail are degraded and retried in the background; start never fails.
         await governance.start()
         loop_settings = settings.tool_loop
         conversations = ConversationStore(sessions)
-        notifier = Notifier.build(settings.notifications, sessions, environ, metrics)
-        notifier.start()
 
         def call_moved(call: ToolCallView) -> None:
             tool_call_moved(metrics, call)
@@ -216,6 +220,30 @@ def _forwards_input(registry: ModelRegistry) -> Callable[[str], bool]:
             return False
 
     return forwards
+
+
+def _budget_sink(sessions: async_sessionmaker[AsyncSession], notifier: Notifier) -> BudgetAlertSink:
+    """Each budget alert is audited, then sent to the webhooks subscribed to it."""
+    audit = audit_budget_alert(sessions)
+
+    async def alert(crossed: BudgetAlert) -> None:
+        await audit(crossed)
+        await notifier.budget_threshold(crossed)
+
+    return alert
+
+
+def _requesters(keys: KeyStore) -> RequesterLookup:
+    """A call's requester for the webhooks: the key's owner and team (a revoked key: its owner
+    alone, which the audit keeps)."""
+
+    async def lookup(key_id: int) -> Requester:
+        key = await keys.by_id(key_id)
+        if key is not None:
+            return Requester(key_id, key.name, key.owner, key.team)
+        return Requester(key_id, None, (await keys.owners([key_id])).get(key_id), None)
+
+    return lookup
 
 
 def _decision_observer(metrics: GatewayMetrics, background: BackgroundTurns) -> DecisionObserver:

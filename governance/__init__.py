@@ -3,6 +3,7 @@
 ``ToolGovernance`` is the package's one door; the rest are its parts and the types it answers in.
 """
 
+from governance.approval_rules import ApprovalRules
 from governance.keys import KeyDirectory, KeyState
 from governance.pinning import PinningSettings
 from governance.pins import PinStatus, PinView
@@ -12,6 +13,7 @@ from governance.tool_governance import ToolGovernance
 from governance.verdict import Denial, Stage, Verdict
 
 __all__ = [
+    "ApprovalRules",
     "Denial",
     "KeyDirectory",
     "KeyState",

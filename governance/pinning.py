@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Awaitable, Callable, Iterable, Set
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from governance.pins import ToolPins
+from governance.pins import PinView, ToolPins
 from mcp_client.types import StandardizedTool
 
 log = structlog.get_logger("governance.pinning")
@@ -30,6 +30,10 @@ class PinningSettings(BaseModel):
     )
 
 
+# Told of each definition newly held for review (by the one replica that pinned it).
+ReviewObserver = Callable[[PinView], Awaitable[None]]
+
+
 class Pinning:
     """Holds every tool whose current definition is not approved, unless pinning is off or the
     tool's server is trusted.
@@ -43,8 +47,10 @@ class Pinning:
         pins: ToolPins,
         settings: PinningSettings,
         trusted: Callable[[], Set[str]] = frozenset,
+        on_held: ReviewObserver | None = None,
     ) -> None:
         self.pins = pins
+        self._on_held = on_held
         self.settings = settings
         self._trusted_servers = frozenset(settings.trusted_servers)
         self._more_trusted = trusted
@@ -70,7 +76,9 @@ class Pinning:
         ]
         if unseen:
             log.warning("tools_held_for_review", tools=[tool.name for tool in unseen])
-            await self.pins.hold(unseen)
+            for pin in await self.pins.hold(unseen):
+                if self._on_held is not None:
+                    await self._on_held(pin)
         self._approved = frozenset(await self.pins.approved())
 
     def held(self, tool: StandardizedTool) -> bool:

@@ -98,8 +98,10 @@ class ToolPins:
             rows = await session.execute(select(ToolPin.tool_name, ToolPin.definition_hash))
             return {(name, digest) for name, digest in rows.all()}
 
-    async def hold(self, tools: Iterable[StandardizedTool]) -> None:
-        """Pins each new definition as pending review; one another replica wrote first is kept."""
+    async def hold(self, tools: Iterable[StandardizedTool]) -> list[PinView]:
+        """Pins each new definition as pending review; one another replica wrote first is kept.
+        Returns the pins written here (each new definition is written by exactly one replica)."""
+        held: list[PinView] = []
         for tool in tools:
             row = ToolPin(
                 tool_name=tool.name,
@@ -113,8 +115,12 @@ class ToolPins:
                 async with self._sessions.begin() as session:
                     session.add(row)
                     session.add(_audit(row, "tool.pending_review", None))
+                    await session.flush()
+                    pin = _view(row)
             except IntegrityError:
                 continue
+            held.append(pin)
+        return held
 
     async def in_status(self, status: PinStatus) -> list[PinView]:
         async with self._sessions() as session:

@@ -7,17 +7,18 @@ tool's name there), so another server offering a tool of the same name never mov
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.base import utcnow
 from db.models import AuditEvent, ToolPolicyOverride
+from governance.approval_rules import ApprovalRules, ConfiguredRules
 from mcp_client.types import StandardizedTool
 
 
@@ -29,6 +30,21 @@ class ToolPolicySettings(BaseModel):
     refresh_seconds: float = Field(
         5.0, gt=0, description="how often policies other replicas changed are re-read"
     )
+    approval_rules: list[ConfiguredRules] = Field(
+        default_factory=list,
+        description="approval rules per tool (`server`, `tool`: its name there); an admin's "
+        "rules for the tool replace these",
+    )
+
+    @field_validator("approval_rules")
+    @classmethod
+    def _one_entry_per_tool(cls, rules: list[ConfiguredRules]) -> list[ConfiguredRules]:
+        seen: set[tuple[str, str]] = set()
+        for rule in rules:
+            if (rule.server, rule.tool) in seen:
+                raise ValueError(f"`{rule.server}` `{rule.tool}` has rules twice")
+            seen.add((rule.server, rule.tool))
+        return rules
 
 
 # (server, the tool's name on it); server "" for a policy stored by catalog name before 0009.
@@ -47,6 +63,7 @@ class ToolPolicy:
     enabled: bool | None = None
     roles: frozenset[str] | None = None
     requires_approval: bool | None = None
+    approval_rules: ApprovalRules | None = None
 
     def apply(self, tool: StandardizedTool) -> StandardizedTool:
         return replace(
@@ -63,6 +80,9 @@ class ToolPolicy:
             "enabled": self.enabled,
             "roles": sorted(self.roles) if self.roles is not None else None,
             "requires_approval": self.requires_approval,
+            "approval_rules": (
+                self.approval_rules.model_dump() if self.approval_rules is not None else None
+            ),
         }
 
 
@@ -73,6 +93,9 @@ def _policy(row: ToolPolicyOverride) -> ToolPolicy:
         row.enabled,
         frozenset(row.roles) if row.roles is not None else None,
         row.requires_approval,
+        ApprovalRules.model_validate(row.approval_rules)
+        if row.approval_rules is not None
+        else None,
     )
 
 
@@ -104,6 +127,11 @@ class ToolPolicies:
                 row.roles = sorted(set(changes["roles"])) if changes["roles"] is not None else None
             if "requires_approval" in changes:
                 row.requires_approval = changes["requires_approval"]
+            if "approval_rules" in changes:
+                rules = changes["approval_rules"]
+                row.approval_rules = (
+                    None if rules is None else ApprovalRules.model_validate(rules).model_dump()
+                )
             row.updated_at = self._clock()
             row.updated_by_key_id = actor_key_id
             policy = _policy(row)
@@ -134,6 +162,7 @@ class ToolPolicies:
                 row.enabled = legacy.enabled
                 row.roles = legacy.roles
                 row.requires_approval = legacy.requires_approval
+                row.approval_rules = legacy.approval_rules
             session.add(row)
         if legacy is not None:
             await session.delete(legacy)
@@ -144,9 +173,15 @@ class AppliedPolicies:
     """The stored policies as this replica applies them. The replica that saves a change applies
     it at once; the others when they next ``refresh``."""
 
-    def __init__(self, store: ToolPolicies) -> None:
+    def __init__(self, store: ToolPolicies, configured: Sequence[ConfiguredRules] = ()) -> None:
         self._store = store
         self._current: Mapping[ToolIdentity, ToolPolicy] = {}
+        self._configured: dict[ToolIdentity, ApprovalRules] = {
+            (rules.server, rules.tool): ApprovalRules.model_validate(
+                rules.model_dump(exclude={"server", "tool"})
+            )
+            for rules in configured
+        }
 
     async def refresh(self) -> None:
         self._current = await self._store.all()
@@ -168,3 +203,10 @@ class AppliedPolicies:
     def apply(self, tool: StandardizedTool) -> StandardizedTool:
         policy = self.stored(tool)
         return tool if policy is None else policy.apply(tool)
+
+    def approval_rules(self, tool: StandardizedTool) -> ApprovalRules | None:
+        """The tool's approval rules: an admin's when set, else the config file's."""
+        policy = self.stored(tool)
+        if policy is not None and policy.approval_rules is not None:
+            return policy.approval_rules
+        return self._configured.get(identity_of(tool))

@@ -13,8 +13,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from governance.approval_rules import ApprovalRules
 from governance.keys import KeyDirectory, KeyState
-from governance.pinning import Pinning, PinningSettings
+from governance.pinning import Pinning, PinningSettings, ReviewObserver
 from governance.pins import PinStatus, PinView, ToolPins
 from governance.policies import AppliedPolicies, ToolPolicies, ToolPolicy, ToolPolicySettings
 from governance.refresher import Refresher
@@ -91,12 +92,14 @@ class ToolGovernance:
         policies: ToolPolicySettings,
         tools: ToolCatalog | None = None,
         keys: KeyDirectory | None = None,
+        on_review_requested: ReviewObserver | None = None,
     ) -> ToolGovernance:
         """The MCP catalog of ``config_servers`` and the stored runtime servers, unless an
         embedding program gave its own ``tools`` (which take no runtime servers). ``keys``
         answers for the requester's key at every decision (None: the roles given are used).
 
-        ``environ`` supplies the values named by each config server's ``headers_env``.
+        ``environ`` supplies the values named by each config server's ``headers_env``;
+        ``on_review_requested`` hears of each definition newly held for review.
         """
         rules = RuntimeServerRules.from_settings(catalog_settings)
         sync = None
@@ -111,9 +114,9 @@ class ToolGovernance:
             catalog_settings=catalog_settings,
             servers=servers,
             sync=sync,
-            policies=AppliedPolicies(ToolPolicies(sessions)),
+            policies=AppliedPolicies(ToolPolicies(sessions), policies.approval_rules),
             policy_settings=policies,
-            pinning=Pinning(ToolPins(sessions), pinning, servers.trusted),
+            pinning=Pinning(ToolPins(sessions), pinning, servers.trusted, on_review_requested),
             config_servers=config_servers,
             keys=keys,
         )
@@ -230,6 +233,7 @@ class ToolGovernance:
             key=key,
             proposed_hash=proposed_hash,
             check=check,
+            rules=None if tool is None else self._policies.approval_rules(tool),
         )
 
     def _degraded(self, server: str) -> bool:
@@ -267,6 +271,10 @@ class ToolGovernance:
         file's otherwise)."""
         tool = self._catalog.get(name)
         return None if tool is None else self._policies.stored(tool)
+
+    def approval_rules(self, tool: StandardizedTool) -> ApprovalRules | None:
+        """The tool's approval rules in force: an admin's, else the config file's."""
+        return self._policies.approval_rules(tool)
 
     async def change_policy(
         self, name: str, changes: dict[str, Any], actor_key_id: int

@@ -7,9 +7,11 @@ runs (``Stage``), whatever the model was offered and whatever changed in between
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Any
 
+from governance.approval_rules import ApprovalRules, approval_need
 from governance.keys import KeyState
 from llm_service.types import ToolCall
 from mcp_client.types import StandardizedTool
@@ -44,11 +46,15 @@ class Verdict:
     """The decision on one call: allowed when ``denial`` is None.
 
     ``tool`` is the tool as policy has it; None when no tool of that name exists.
+    ``approvals_required``: distinct approvals an allowed call needs before it runs (0: none);
+    ``rule``: the approval rule that decided it (None: the tool's own setting).
     """
 
     tool: StandardizedTool | None
     denial: Denial | None = None
     reason: str | None = None
+    approvals_required: int = 0
+    rule: dict[str, Any] | None = None
 
     @property
     def allowed(self) -> bool:
@@ -57,10 +63,7 @@ class Verdict:
     @property
     def requires_approval(self) -> bool:
         """An allowed call that must wait for a human's approval before it runs."""
-        tool = self.tool
-        if not self.allowed or tool is None:
-            return False
-        return tool.requires_approval and not tool.auto_approved
+        return self.allowed and self.approvals_required > 0
 
     def as_audit(self, stage: Stage) -> dict[str, object]:
         return {
@@ -68,6 +71,8 @@ class Verdict:
             "allowed": self.allowed,
             "denial": None if self.denial is None else self.denial.value,
             "reason": self.reason,
+            "approvals_required": self.approvals_required,
+            "rule": self.rule,
         }
 
 
@@ -79,7 +84,8 @@ class Facts:
     definition awaits review; ``server_down``: the tool's server (or, for a tool the catalog
     dropped, the server it had) is degraded; ``key``: the requester's key now (None: the key is
     unknown); ``proposed_hash``: the definition the call was proposed against (None at proposal);
-    ``check``: the compiled argument check of this definition.
+    ``check``: the compiled argument check of this definition; ``rules``: the tool's approval
+    rules (None: none set).
     """
 
     tool: StandardizedTool | None
@@ -88,6 +94,7 @@ class Facts:
     key: KeyState | None
     proposed_hash: str | None
     check: ArgumentCheck | None
+    rules: ApprovalRules | None = None
 
 
 def judge(call: ToolCall, facts: Facts, roles: Iterable[str] | None) -> Verdict:
@@ -107,7 +114,12 @@ def judge(call: ToolCall, facts: Facts, roles: Iterable[str] | None) -> Verdict:
     if facts.proposed_hash is not None and facts.proposed_hash != tool.definition_hash:
         reason = f"Tool `{call.name}` changed since the call was proposed."
         return Verdict(tool, Denial.DEFINITION_CHANGED, reason)
-    return _arguments_verdict(tool, call, facts.check or ArgumentCheck(tool.parameters))
+    verdict = _arguments_verdict(tool, call, facts.check or ArgumentCheck(tool.parameters))
+    if not verdict.allowed:
+        return verdict
+    requires = tool.requires_approval and not tool.auto_approved
+    need = approval_need(facts.rules, call.arguments, tool.parameters, requires)
+    return replace(verdict, approvals_required=need.approvals, rule=need.rule)
 
 
 def _tool_verdict(call: ToolCall, facts: Facts) -> Verdict | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -24,12 +24,26 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service.tool_calls import ToolCallView
 from db.base import utcnow
+from gateway.limits.budgets import BudgetAlert
 from gateway.metrics import GatewayMetrics
 from gateway.notifications.config import NotificationSettings, WebhookConfig
 from gateway.notifications.outbox import Delivery, Outbox, new_delivery_id
-from gateway.notifications.payloads import body, call_data, call_event, signature, slack_text
+from gateway.notifications.payloads import (
+    Requester,
+    body,
+    budget_data,
+    call_data,
+    call_event,
+    review_data,
+    signature,
+    slack_text,
+)
+from governance import PinView
 
 log = structlog.get_logger("gateway.notifications")
+
+# Who a key belongs to, for the payloads (the gateway's key store answers).
+RequesterLookup = Callable[[int], Awaitable[Requester]]
 
 
 class Notifier:
@@ -40,8 +54,11 @@ class Notifier:
         secrets: Mapping[str, str | None],
         urls: Mapping[str, str | None],
         metrics: GatewayMetrics,
+        *,
+        requesters: RequesterLookup | None = None,
     ) -> None:
         self._settings = settings
+        self._requesters = requesters
         self._outbox = outbox
         self._webhooks = {webhook.name: webhook for webhook in settings.webhooks}
         self._secrets = secrets  # secret_env -> its value (None: unset)
@@ -59,6 +76,7 @@ class Notifier:
         sessions: async_sessionmaker[AsyncSession],
         environ: Mapping[str, str],
         metrics: GatewayMetrics,
+        requesters: RequesterLookup | None = None,
     ) -> Notifier:
         names = {w.secret_env for w in settings.webhooks if w.secret_env is not None}
         secrets = {name: environ.get(name) for name in names}
@@ -72,7 +90,7 @@ class Notifier:
         for webhook in settings.webhooks:
             if urls[webhook.name] is None:
                 log.warning("webhook_url_unset", webhook=webhook.name, url_env=webhook.url_env)
-        return cls(settings, Outbox(sessions), secrets, urls, metrics)
+        return cls(settings, Outbox(sessions), secrets, urls, metrics, requesters=requesters)
 
     @property
     def outbox(self) -> Outbox:
@@ -81,19 +99,42 @@ class Notifier:
     def tool_call_moved(self, call: ToolCallView) -> None:
         """The tool-call store's hook: approval requested, decided or expired."""
         event = call_event(call)
-        if event is not None:
-            self.emit_soon(event, call_data(call, self._settings.admin_url, utcnow()))
+        if event is not None and self._subscribers(event):
+            self._soon(self._emit_call(event, call))
+
+    async def _emit_call(self, event: str, call: ToolCallView) -> None:
+        now = utcnow()
+        requester = None
+        if self._requesters is not None:
+            try:
+                requester = await self._requesters(call.requested_by_key_id)
+            except SQLAlchemyError as exc:
+                # The event still goes, with the key's id alone.
+                log.warning("webhook_requester_unknown", error=type(exc).__name__)
+        await self.emit(event, call_data(call, self._settings.admin_url, now, requester))
+
+    async def review_requested(self, pin: PinView) -> None:
+        """Pinning's hook: a tool definition is held until an admin reviews it."""
+        await self.emit("tool.review_requested", review_data(pin, self._settings.admin_url))
+
+    async def budget_threshold(self, alert: BudgetAlert) -> None:
+        """A budget sink: spend crossed 80 % or 100 % of a key's or team's budget."""
+        await self.emit("budget.threshold", budget_data(alert, self._settings.admin_url))
 
     def emit_soon(self, event: str, data: dict[str, Any]) -> None:
         """For synchronous callers: enqueue in a task of its own (kept until it is done)."""
-        if not self._subscribers(event):
-            return
-        task = asyncio.get_running_loop().create_task(self.emit(event, data))
+        if self._subscribers(event):
+            self._soon(self.emit(event, data))
+
+    def _soon(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
     async def emit(self, event: str, data: dict[str, Any]) -> None:
         """Enqueue ``event`` for every webhook subscribed to it (``budget.threshold``, ...)."""
+        if not self._subscribers(event):
+            return
         now = utcnow()
         for webhook in self._subscribers(event):
             delivery_id = new_delivery_id()

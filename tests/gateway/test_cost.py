@@ -85,7 +85,8 @@ def test_cost_of_openai_anthropic_and_ollama_replies(database_url: str) -> None:
         sdk = openai.OpenAI(base_url=gateway.v1, api_key=key, max_retries=0)
         for model in ("gpt", "claude", "llama", "llama-priced", "finetune"):
             sdk.chat.completions.create(model=model, messages=[{"role": "user", "content": "x"}])
-        ready = httpx.get(f"{gateway.url}/readyz").json()
+        operator = {"authorization": f"Bearer {gateway.create_key('ops', ['admin'])}"}
+        ready = httpx.get(f"{gateway.url}/readyz", headers=operator).json()
 
     rows = asyncio.run(_rows(database_url))
 

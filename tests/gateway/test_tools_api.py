@@ -79,8 +79,12 @@ def test_listing_tools_needs_a_key(gateway: RunningGateway) -> None:
     assert _get(gateway, "/v1/tools").status_code == 401
 
 
-def test_readyz_reports_each_tool_server(gateway: RunningGateway) -> None:
-    response = _get(gateway, "/readyz")
+def test_readyz_reports_each_tool_server_to_admins_only(gateway: RunningGateway) -> None:
+    # A server's error is the operators' business: others hear the status alone.
+    for key in (None, gateway.create_key("caller", ["user"]), "gw-not-a-key"):
+        anonymous = _get(gateway, "/readyz", key)
+        assert (anonymous.status_code, anonymous.json()) == (200, {"status": "degraded"})
+    response = _get(gateway, "/readyz", gateway.create_key("operator", ["admin"]))
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "degraded"

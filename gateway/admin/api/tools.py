@@ -12,8 +12,8 @@ from gateway.admin.api.keys import validate_roles
 from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.responses import json_response
 from gateway.services import Services
-from governance import ToolGovernance
-from llm_service.errors import GatewayError
+from governance import ApprovalRules, ToolGovernance
+from llm_service.errors import GatewayError, InvalidRequest
 from mcp_client.types import StandardizedTool
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
@@ -33,6 +33,9 @@ class PolicyChange(BaseModel):
     enabled: bool | None = None
     roles: list[str] | None = Field(None, max_length=20)
     requires_approval: bool | None = None
+    approval_rules: ApprovalRules | None = Field(
+        None, description="auto-approve conditions, thresholds, approvers (null: the config's)"
+    )
 
 
 def servers_json(tools: ToolGovernance) -> list[dict[str, Any]]:
@@ -44,6 +47,7 @@ def servers_json(tools: ToolGovernance) -> list[dict[str, Any]]:
 
 def tool_policy_json(tools: ToolGovernance, tool: StandardizedTool) -> dict[str, Any]:
     stored = tools.admin_policy(tool.name)
+    rules = tools.approval_rules(tool)
     return {
         "object": "tool",
         "name": tool.name,
@@ -58,6 +62,7 @@ def tool_policy_json(tools: ToolGovernance, tool: StandardizedTool) -> dict[str,
             "roles": sorted(tool.roles),
             "requires_approval": tool.requires_approval,
             "auto_approved": tool.auto_approved,
+            "approval_rules": rules.model_dump() if rules is not None else None,
             "held_for_review": tools.held_for_review(tool),
             "admin_override": stored.to_json() if stored is not None else None,
         },
@@ -93,12 +98,27 @@ async def change_policy(
 ) -> dict[str, Any]:
     """The one way to change a tool's policy (the API and the web UI): checks the tool and the
     roles, stores and audits the change; returns the tool as ``GET /v1/admin/tools`` lists it."""
-    _find(services.tools, name)
+    tool = _find(services.tools, name)
+    if changes.get("approval_rules") is not None:
+        _check_rule_arguments(tool, ApprovalRules.model_validate(changes["approval_rules"]))
     if changes.get("roles") is not None:
         changes = {**changes, "roles": validate_roles(changes["roles"])}
     if await services.tools.change_policy(name, changes, actor_key_id) is None:
         raise ToolNotFound(f"Tool `{name}` does not exist.", param="name")  # it just went away
     return tool_policy_json(services.tools, _find(services.tools, name))
+
+
+def _check_rule_arguments(tool: StandardizedTool, rules: ApprovalRules) -> None:
+    """A rule on an argument the tool does not declare would never apply: say so now."""
+    properties = tool.parameters.get("properties")
+    if not isinstance(properties, dict):
+        return  # the schema declares no properties: any argument may come
+    for argument in sorted(rules.arguments() - set(properties)):
+        raise InvalidRequest(
+            f"Tool `{tool.name}` has no argument `{argument}` (its schema declares "
+            f"{', '.join(sorted(properties)) or 'none'}).",
+            param="approval_rules",
+        )
 
 
 def _find(tools: ToolGovernance, name: str) -> StandardizedTool:

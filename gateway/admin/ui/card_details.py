@@ -33,13 +33,15 @@ class Hint:
 
 @dataclass(frozen=True, slots=True)
 class ArgumentRow:
+    """One argument beside what the schema says of it. Arguments that break the schema never
+    reach a reviewer (the decision denies the call first), so a row shows no problems."""
+
     name: str
     value: str | None  # JSON; None when the model did not send it
     default: str | None  # JSON of the schema's default, used when the value is absent
     allowed: list[str]  # the enum, as JSON values
     kind: str | None
     description: str | None
-    problem: str | None  # not in the schema, not one of the enum, required but missing
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,39 +62,27 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _row(name: str, spec: dict[str, Any], arguments: dict[str, Any], required: bool) -> ArgumentRow:
-    given = name in arguments
-    allowed = [_json(option) for option in spec.get("enum", [])]
-    problem = None
-    if given and allowed and arguments[name] not in spec["enum"]:
-        problem = "not one of the allowed values"
-    elif not given and required:
-        problem = "required, but missing"
+def _row(name: str, spec: dict[str, Any], arguments: dict[str, Any]) -> ArgumentRow:
     kind = spec.get("type")
     return ArgumentRow(
         name=name,
-        value=_json(arguments[name]) if given else None,
+        value=_json(arguments[name]) if name in arguments else None,
         default=_json(spec["default"]) if "default" in spec else None,
-        allowed=allowed,
+        allowed=[_json(option) for option in spec.get("enum", [])],
         kind=kind if isinstance(kind, str) else None,
         description=spec.get("description"),
-        problem=problem,
     )
 
 
 def argument_rows(schema: dict[str, Any] | None, arguments: dict[str, Any]) -> list[ArgumentRow]:
-    """Every parameter the schema declares, then any argument it does not."""
+    """Every parameter the schema declares; then the arguments of a schema that declares no
+    properties (any argument is allowed there; with properties, an undeclared one is denied)."""
     properties: dict[str, Any] = (schema or {}).get("properties") or {}
-    required = set((schema or {}).get("required") or [])
     rows = [
-        _row(name, spec if isinstance(spec, dict) else {}, arguments, name in required)
+        _row(name, spec if isinstance(spec, dict) else {}, arguments)
         for name, spec in properties.items()
     ]
-    for name, value in arguments.items():
-        if name not in properties:
-            rows.append(
-                ArgumentRow(name, _json(value), None, [], None, None, "not in the tool's schema")
-            )
+    rows.extend(_row(name, {}, arguments) for name in arguments if name not in properties)
     return rows
 
 

@@ -29,6 +29,7 @@ RECENT_DECISIONS = 15
 DONE_NOTICES = {
     "approved": "Approved: the call runs now and the conversation resumes.",
     "rejected": "Rejected: the model is told the reason and the conversation resumes.",
+    "partial": "Approval recorded: the call runs once another admin approves it too.",
 }
 
 
@@ -74,11 +75,20 @@ async def decide(
     approve = verdict == "approve"
     try:
         # Counted, audited and resumed as a decision through the API is.
-        await services.approvals.decide(record_id, session.key_id, approve, reason.strip() or None)
+        call = await services.approvals.decide(
+            record_id, session.key_id, approve, reason.strip() or None
+        )
     except (DecisionConflict, SelfApprovalForbidden, ToolCallNotFound) as exc:
         return await _queue_page(request, services, session, exc.message, exc.status_code)
     done = "approved" if approve else "rejected"
+    if call.state is CallState.AWAITING_APPROVAL:
+        done = "partial"  # one of two approvals
     return RedirectResponse(f"/admin?done={done}", status_code=303)
+
+
+def _shown(entry: str) -> tuple[str, int]:
+    record_id, _, approvals = entry.partition(":")
+    return record_id, int(approvals) if approvals.isdigit() else 0
 
 
 def _event(kind: str, data: dict[str, str]) -> bytes:
@@ -89,7 +99,8 @@ async def _queue_feed(
     request: Request, services: Services, session: SessionInfo
 ) -> AsyncIterator[bytes]:
     """Polls the database, not this process: approvals may be decided on any replica."""
-    shown = set(request.query_params.getlist("shown")[:500])
+    # "record_id" or "record_id:approvals": a card whose approvals changed is sent again.
+    shown = dict(_shown(entry) for entry in request.query_params.getlist("shown")[:500])
     poll = services.settings.admin_ui.queue_poll_seconds
     drain: Drain = request.app.state.drain
     yield b": live\n\n"
@@ -100,11 +111,12 @@ async def _queue_feed(
             yield _event("session-expired", {})
             return
         calls = await services.approvals.pending()
-        current = {call.record_id for call in calls}
-        for card in await build_cards(services, [c for c in calls if c.record_id not in shown]):
+        current = {call.record_id: len(call.approvals) for call in calls}
+        fresh = [c for c in calls if shown.get(c.record_id) != len(c.approvals)]
+        for card in await build_cards(services, fresh):
             html = render_fragment("_card.html", {"card": card, "session": session})
             yield _event("call", {"record_id": card.call.record_id, "html": html})
-        for gone in shown - current:
+        for gone in shown.keys() - current.keys():
             # The state lets the page keep an expired card, marked, instead of dropping it.
             call = await services.tool_calls.get(gone)
             state = call.state.value if call else "unknown"

@@ -1,5 +1,6 @@
 """The Tools page: every tool with its policy, which an admin edits here (enable or disable,
-roles, approval) through the same audited change as ``PUT /v1/admin/tools/{name}/policy``."""
+roles, approval, approval rules) through the same audited change as
+``PUT /v1/admin/tools/{name}/policy``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from starlette.responses import RedirectResponse, Response
 from gateway.admin.api.compatibility import configured_providers, report
 from gateway.admin.api.tools import change_policy, tools_json
 from gateway.admin.ui.rendering import render
+from gateway.admin.ui.rule_form import approval_above_lines, auto_approve_lines, parse_rules
 from gateway.admin.ui.security import SecuredRoute, SignedIn, check_csrf
 from gateway.admin.ui.sessions import SessionInfo
 from gateway.auth import ServicesDep
@@ -24,6 +26,7 @@ NOTICES = {
     "saved": "Policy saved: it applies at once here, and on other replicas within seconds.",
     "unchanged": "Nothing changed.",
     "reset": "The tool follows the config file again.",
+    "rules": "Approval rules saved: they apply at once here, and on other replicas within seconds.",
 }
 
 
@@ -49,6 +52,8 @@ def _tools_page(
         "notice": NOTICES.get(request.query_params.get("done", "")),
         "refused": refused,
         "error": refused.message if refused else None,
+        "auto_approve_lines": auto_approve_lines,
+        "approval_above_lines": approval_above_lines,
     }
     return render(request, "tools.html", context, session, refused.status_code if refused else 200)
 
@@ -69,6 +74,7 @@ async def _changed(
         refused = Refused(name, f"`{name}`: {exc.message}", exc.status_code, **(posted or {}))
         return _tools_page(request, services, session, refused)
     done = "reset" if changes and all(v is None for v in changes.values()) else "saved"
+    done = "rules" if list(changes) == ["approval_rules"] and changes["approval_rules"] else done
     return RedirectResponse(f"/admin/tools?done={done}#tool-{name}", status_code=303)
 
 
@@ -131,5 +137,28 @@ async def reset_policy(
     csrf_token: Annotated[str, Form(max_length=100)] = "",
 ) -> Response:
     check_csrf(session, csrf_token)
-    changes = {"enabled": None, "roles": None, "requires_approval": None}
+    changes = {"enabled": None, "roles": None, "requires_approval": None, "approval_rules": None}
+    return await _changed(request, services=services, session=session, name=name, changes=changes)
+
+
+@router.post("/tools/{name}/rules")
+async def edit_rules(
+    request: Request,
+    name: str,
+    services: ServicesDep,
+    session: SignedIn,
+    *,
+    auto_approve: Annotated[str, Form(max_length=5000)] = "",
+    approval_above: Annotated[str, Form(max_length=5000)] = "",
+    approvers: Annotated[Literal["1", "2"], Form()] = "1",
+    csrf_token: Annotated[str, Form(max_length=100)] = "",
+) -> Response:
+    """The tool's approval rules, replacing the config file's (Reset hands them back)."""
+    check_csrf(session, csrf_token)
+    try:
+        rules = parse_rules(auto_approve, approval_above, int(approvers))
+    except GatewayError as exc:
+        refused = Refused(name, f"`{name}`: {exc.message}", exc.status_code)
+        return _tools_page(request, services, session, refused)
+    changes: dict[str, Any] = {"approval_rules": rules.model_dump()}
     return await _changed(request, services=services, session=session, name=name, changes=changes)

@@ -111,6 +111,8 @@ def test_request_and_decision_arrive_signed_exactly_once_across_two_replicas() -
         serve(receiver.app()) as hooks,
         replicas(database_url, _notifications(hooks), count=2) as (one, two),
     ):
+        with one.client(one.admin_key) as admin:
+            assert admin.patch("/v1/admin/keys/1", json={"team": "payments"}).status_code == 200
         conversation_id, turn = start(one, "loop")
         call = pending_call(turn)
         [requested] = receiver.wait_for("ok", "approval.requested")
@@ -134,6 +136,15 @@ def test_request_and_decision_arrive_signed_exactly_once_across_two_replicas() -
     assert 0 < body["call"]["seconds_left"] <= 60
     assert body["call"]["admin_url"] == "https://gateway.example/admin/approvals"
     assert body["call"]["requester_key_id"] is not None
+    # Whose call it is, not only which key: the key's owner (person or service) and team.
+    assert body["call"]["requester"] == {
+        "key_id": body["call"]["requester_key_id"],
+        "name": "team",
+        "owner": "team",
+        "team": "payments",
+    }
+    assert decided.json["call"]["requester"]["owner"] == "team"
+    assert body["call"]["approvals_required"] == 1
     assert decided.json["call"]["state"] == "approved"
     assert decided.json["call"]["decision_reason"] == "fine"
     assert requested.json["id"] != decided.json["id"]
@@ -213,6 +224,7 @@ def test_failed_deliveries_are_retried_with_the_same_id_then_given_up_and_shown(
     assert "HTTP 500" in page.text
     text = slack.json["text"]
     assert "`transfer_money`" in text
+    assert "for team" in text  # the requester's owner, not a key id
     assert "<https://gateway.example/admin/approvals|" in text
     event = 'event="approval.requested"'
     assert f'llm_gateway_webhook_deliveries_total{{{event},outcome="failed"}} 4.0' in metrics

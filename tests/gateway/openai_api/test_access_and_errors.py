@@ -107,7 +107,12 @@ def test_unknown_route_is_404_in_openai_shape(stack: Stack) -> None:
 
 def test_health_and_readiness(stack: Stack) -> None:
     assert httpx.get(f"{stack.gateway.url}/healthz").json() == {"status": "ok"}
-    ready = httpx.get(f"{stack.gateway.url}/readyz")
+    # Callers (and probes) read the status; which variable is unset is for admins alone.
+    for headers in ({}, {"authorization": f"Bearer {stack.user_key}"}):
+        status_only = httpx.get(f"{stack.gateway.url}/readyz", headers=headers)
+        assert (status_only.status_code, status_only.json()) == (200, {"status": "degraded"})
+    operator = {"authorization": f"Bearer {stack.gateway.create_key('ops', ['admin'])}"}
+    ready = httpx.get(f"{stack.gateway.url}/readyz", headers=operator)
     assert ready.status_code == 200
     body = ready.json()
     assert body["status"] == "degraded"  # the keyless model

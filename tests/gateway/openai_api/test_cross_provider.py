@@ -187,7 +187,8 @@ def test_conversation_moves_across_providers_with_tool_history(fakes: Fakes) -> 
 
 
 def test_unreachable_ollama_shows_unavailable_and_answers_503(fakes: Fakes) -> None:
-    ready = httpx.get(f"{fakes.gateway.url}/readyz").json()
+    operator = {"authorization": f"Bearer {fakes.gateway.create_key('ops', ['admin'])}"}
+    ready = httpx.get(f"{fakes.gateway.url}/readyz", headers=operator).json()
 
     assert ready["models"]["llama"]["available"] is True
     offline = ready["models"]["llama-offline"]

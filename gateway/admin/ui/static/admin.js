@@ -46,16 +46,27 @@ function followQueue() {
   const queue = document.getElementById("queue");
   if (!queue || !window.EventSource) return;
   const params = new URLSearchParams();
-  for (const card of queue.querySelectorAll(".call")) params.append("shown", card.dataset.recordId);
+  for (const card of queue.querySelectorAll(".call")) {
+    params.append("shown", `${card.dataset.recordId}:${card.dataset.approvals || 0}`);
+  }
   const source = new EventSource(`/admin/queue/events?${params}`);
   source.onopen = () => setLive("live", true);
   source.onerror = () => setLive("live updates interrupted, reconnecting…", false);
   source.addEventListener("call", (event) => {
     const data = JSON.parse(event.data);
-    if (document.getElementById(`call-${data.record_id}`)) return;
     const holder = document.createElement("div");
     holder.innerHTML = data.html;  // rendered and escaped by the server's templates
     const card = holder.firstElementChild;
+    const shown = document.getElementById(`call-${data.record_id}`);
+    if (shown) {
+      // Sent again: its approvals changed (one of two given). Keep what the reviewer typed.
+      if (shown.dataset.approvals === card.dataset.approvals) return;
+      const before = shown.querySelector('[data-role="approvals"]');
+      const after = card.querySelector('[data-role="approvals"]');
+      if (before && after) before.replaceWith(after);
+      shown.dataset.approvals = card.dataset.approvals;
+      return;
+    }
     card.classList.add("new");
     queue.prepend(card);
     bindConfirmations(card);

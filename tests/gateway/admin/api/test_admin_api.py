@@ -142,6 +142,7 @@ def test_tools_show_their_effective_policy_and_servers_their_status(
         "roles": ["user"],
         "requires_approval": True,
         "auto_approved": False,
+        "approval_rules": None,
         "held_for_review": False,
         "admin_override": None,
     }

@@ -53,7 +53,12 @@ def test_a_disabled_tool_is_offered_to_no_model_and_calls_to_it_are_denied(
     assert offered(stack) == ["read_email", "transfer_money"]
     policy = admin_listing(stack)["get_time"]
     assert policy["enabled"] is False
-    assert policy["admin_override"] == {"enabled": False, "roles": None, "requires_approval": None}
+    assert policy["admin_override"] == {
+        "enabled": False,
+        "roles": None,
+        "requires_approval": None,
+        "approval_rules": None,
+    }
 
     with stack.client(stack.user_key) as user:
         conversation_id = user.post("/v1/conversations", json={"model": "time-server"}).json()["id"]
@@ -86,14 +91,16 @@ def test_roles_and_approval_override_the_config_and_every_change_is_audited(
         audit = admin.get(
             "/v1/admin/audit", params={"action": "tool.policy_changed", "tool": "get_time"}
         ).json()["data"]
+    unset = {"approval_rules": None}
     assert [event["detail"]["after"] for event in audit] == [
-        {"enabled": True, "roles": None, "requires_approval": True},
-        {"enabled": None, "roles": None, "requires_approval": True},
+        {"enabled": True, "roles": None, "requires_approval": True, **unset},
+        {"enabled": None, "roles": None, "requires_approval": True, **unset},
     ]
     assert audit[1]["detail"]["before"] == {
         "enabled": None,
         "roles": None,
         "requires_approval": None,
+        **unset,
     }
 
 

@@ -124,3 +124,28 @@ def test_the_card_links_to_the_transcript(page: Page, card_stack: LoopStack) -> 
     expect(page).to_have_url(f"{card_stack.gateway.url}/admin/conversations/{conversation_id}")
     expect(page.locator('[data-role="message"]')).to_have_count(2)  # user, assistant's call
     expect(page.locator(".state-awaiting_approval")).to_have_text("awaiting_approval")
+
+
+def test_a_two_approver_card_counts_approvals_live(page: Page, card_stack: LoopStack) -> None:
+    with card_stack.client(card_stack.admin_key) as admin:
+        rules = {"approval_rules": {"approvers": 2}}
+        assert admin.put("/v1/admin/tools/deploy/policy", json=rules).status_code == 200
+    try:
+        sign_in(page, card_stack.other_admin_key)
+        _, call_id = start_turn(card_stack, "deployer")
+        card = page.locator(f"#call-{call_id}")  # arrives through the live feed
+        expect(card.locator('[data-role="approvals"]')).to_have_text("0 of 2 approvals")
+
+        with card_stack.client(card_stack.admin_key) as admin:
+            first = admin.post(f"/v1/admin/approvals/{call_id}/approve", json={})
+        assert first.json()["state"] == "awaiting_approval"
+        # The open page hears of the first approval without a reload.
+        expect(card.locator('[data-role="approvals"]')).to_have_text(
+            "1 of 2 approvals (approved by reviewer)"
+        )
+        page.screenshot(path=screenshot_path("approval-card-two-approvers"), full_page=True)
+        card.locator('[data-role="approve"]').click()
+        expect(page.locator(".banner")).to_contain_text("Approved: the call runs now")
+    finally:
+        with card_stack.client(card_stack.admin_key) as admin:
+            admin.put("/v1/admin/tools/deploy/policy", json={"approval_rules": None})

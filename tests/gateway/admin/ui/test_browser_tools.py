@@ -70,6 +70,7 @@ def test_an_admin_edits_a_tools_roles_and_approval(page: Page, ui_stack: LoopSta
         "enabled": None,
         "roles": ["analyst", "user"],
         "requires_approval": True,
+        "approval_rules": None,
     }
 
     row.locator("details.edit summary").click()

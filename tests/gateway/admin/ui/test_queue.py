@@ -58,3 +58,36 @@ def test_the_live_feed_says_a_call_expired(expiring: LoopStack) -> None:
             data = next(lines)
     assert event == "event: gone"
     assert orjson.loads(data.removeprefix("data: ")) == {"record_id": record_id, "state": "expired"}
+
+
+def test_two_approvers_in_the_queue_partial_then_released(database_url: str) -> None:
+    rules = [{"server": "local", "tool": "transfer_money", "approvers": 2}]
+    with loop_stack_on(database_url, {"tool_policies": {"approval_rules": rules}}) as stack:
+        _, record_id = start_turn(stack, "loop")
+        with signed_in_client(stack.gateway.url, stack.admin_key) as first:
+            token = csrf_token(first.get("/admin").text)
+            partial = first.post(
+                f"/admin/calls/{record_id}/approve", data={"csrf_token": token, "reason": "ok"}
+            )
+            assert partial.headers["location"] == "/admin?done=partial"
+            page = first.get(partial.headers["location"]).text
+        with signed_in_client(stack.gateway.url, stack.other_admin_key) as second:
+            # A page that shows the card with no approvals gets it again, now with one.
+            shown = {"shown": f"{record_id}:0"}
+            with second.stream("GET", "/admin/queue/events", params=shown) as feed:
+                lines = feed.iter_lines()
+                next(line for line in lines if line.startswith("event: call"))
+                card = orjson.loads(next(lines).removeprefix("data: "))
+            queue = second.get("/admin").text
+            released = second.post(
+                f"/admin/calls/{record_id}/approve", data={"csrf_token": csrf_token(queue)}
+            )
+            assert released.headers["location"] == "/admin?done=approved"
+
+    assert "the call runs once another admin approves it too" in page
+    assert "1 of 2 approvals (approved by reviewer)" in page
+    assert "You approved: another admin must too" in page
+    assert card["record_id"] == record_id
+    assert "1 of 2 approvals" in card["html"]
+    assert 'data-approvals="1"' in card["html"]
+    assert "You approved" not in queue  # the other admin may approve

@@ -59,6 +59,7 @@ def test_only_the_edited_fields_are_stored_and_audited(ui_stack: LoopStack) -> N
             "enabled": None,
             "roles": None,  # not edited: still the config file's
             "requires_approval": True,
+            "approval_rules": None,
         }
         assert policy_changes(ui_stack, "get_time") == 1
 
@@ -99,6 +100,41 @@ def test_refused_edits_are_shown_on_the_page(ui_stack: LoopStack) -> None:
         assert "Traceback" not in page.text
     assert admin_view(ui_stack, "read_email")["roles"] == ["user"]
     assert policy_changes(ui_stack, "read_email") == 0
+
+
+def test_approval_rules_are_edited_as_lines_and_shown_in_words(ui_stack: LoopStack) -> None:
+    with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
+        token = csrf_token(client.get("/admin/tools").text)
+        rules = {
+            "auto_approve": "amount is one of 1, 2\n",
+            "approval_above": "amount > 1000",
+            "approvers": "2",
+            "csrf_token": token,
+        }
+        saved = client.post("/admin/tools/transfer_money/rules", data=rules)
+        assert saved.status_code == 303
+        page = client.get(saved.headers["location"]).text
+        unreadable = client.post(
+            "/admin/tools/transfer_money/rules", data={**rules, "approval_above": "amount 1000"}
+        )
+        unknown = client.post(
+            "/admin/tools/transfer_money/rules", data={**rules, "auto_approve": "x is one of 1"}
+        )
+        reset = client.post("/admin/tools/transfer_money/policy/reset", data={"csrf_token": token})
+        assert reset.status_code == 303
+
+    assert "Approval rules saved" in page
+    assert "approval when <code>amount</code> &gt; 1000" in page
+    assert "auto-approved when <code>amount</code> is one of <code>1</code>, <code>2</code>" in page
+    assert "2 approvers" in page
+    assert ">amount is one of 1, 2</textarea>" in page  # the form shows them as written
+    assert unreadable.status_code == 400
+    assert "Cannot read <code>amount 1000</code>" in unreadable.text
+    assert "&lt;argument&gt; &gt; &lt;number&gt;" in unreadable.text
+    assert unknown.status_code == 400
+    assert "has no argument <code>x</code>" in unknown.text
+    assert admin_view(ui_stack, "transfer_money")["approval_rules"] is None
+    assert policy_changes(ui_stack, "transfer_money") == 2  # saved, then reset
 
 
 def test_other_addresses_under_admin_are_a_not_found_page(ui_stack: LoopStack) -> None:
