@@ -11,30 +11,36 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 
 from adapters.text.base import Call, Item, Reasoning, Text, ToolFormat
 from adapters.text.history import declared_tools, text_request
 from adapters.text.jsonscan import dumps
-from adapters.text.scan import ContentJoin, StreamParser, parse_reply
+from adapters.text.scan import ContentJoin, StreamParser
 from adapters.text.select import choose, resolve
 from adapters.text.served import served_model
-from llm_service.assemble import StreamAssembler, finish_reason
 from llm_service.config import ModelConfig
+from llm_service.streaming import (
+    AnsweredBy,
+    Finished,
+    ReplyEvent,
+    response_events,
+    stream_reply,
+    whole_reply,
+)
 from llm_service.types import (
-    AssistantMessage,
     ChatAdapter,
     ChatRequest,
     ChatResponse,
     StreamDone,
     StreamEvent,
     TextDelta,
-    Thinking,
     ThinkingDelta,
-    ToolCall,
     ToolCallDelta,
 )
+
+Delta = TextDelta | ThinkingDelta | ToolCallDelta
 
 
 def new_call_id() -> str:
@@ -104,37 +110,22 @@ class TextToolsAdapter:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         choice = await self._chosen()
-        tools = declared_tools(request)
         response = await self._inner.complete(text_request(request, choice.fmt))
-        # No native tools were sent, so any calls can only be in the text. Reasoning the server
-        # already split off means the text does not start inside reasoning.
-        opened = choice.reasoning_open and not response.message.thinking
-        text = response.message.content or ""
-        reply = parse_reply(choice.fmt, text, tools, reasoning_open=opened)
-        calls = tuple(ToolCall(self._new_id(), c.name, c.arguments) for c in reply.calls)
-        thinking = response.message.thinking
-        if reply.reasoning:
-            thinking = (*thinking, Thinking(reply.reasoning))
-        message = AssistantMessage(content=reply.content, tool_calls=calls, thinking=thinking)
-        reason = finish_reason(response.finish_reason, bool(calls))
-        return replace(response, message=message, finish_reason=reason)
+        # Read as the stream that would have carried it, through the parse the stream uses.
+        parse = self._events(choice, request)
+        provider = self.provider
+        return whole_reply(response_events(response), parse, provider=provider, model="")
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         choice = await self._chosen()
+        inner = partial(self._inner.stream, text_request(request, choice.fmt))
+        parse = self._events(choice, request)
+        async for event in stream_reply(inner, parse, provider=self.provider, model=""):
+            yield event
+
+    def _events(self, choice: Choice, request: ChatRequest) -> ReplyEvents:
         tools = declared_tools(request)
-        events = ReplyEvents(choice.fmt, tools, self._new_id, reasoning_open=choice.reasoning_open)
-        assembler = StreamAssembler()
-        async for event in self._inner.stream(text_request(request, choice.fmt)):
-            if isinstance(event, StreamDone):
-                for out in events.finish():
-                    _record(assembler, out)
-                    yield out
-                done = event.response
-                yield StreamDone(assembler.finish(done.finish_reason, done.usage, done.model))
-                return
-            for out in events.feed(event):
-                _record(assembler, out)
-                yield out
+        return ReplyEvents(choice.fmt, tools, self._new_id, reasoning_open=choice.reasoning_open)
 
     async def probe(self) -> str | None:
         return await self._inner.probe()
@@ -159,7 +150,18 @@ class ReplyEvents:
         self._new_id = new_id
         self._calls = 0
 
-    def feed(self, event: StreamEvent) -> Iterator[StreamEvent]:
+    def __call__(self, event: StreamEvent) -> Iterator[ReplyEvent]:
+        """The inner stream's event as this reply's events; its end ends the reply."""
+        if isinstance(event, StreamDone):
+            yield from self.finish()
+            done = event.response
+            yield AnsweredBy(done.model)
+            yield done.usage
+            yield Finished(done.finish_reason, done.stop_sequence)
+        else:
+            yield from self.feed(event)
+
+    def feed(self, event: StreamEvent) -> Iterator[Delta]:
         if isinstance(event, TextDelta):
             yield from self._events(self._parser.feed(event.text))
         elif isinstance(event, ThinkingDelta):
@@ -167,13 +169,13 @@ class ReplyEvents:
             yield event
         # Native ToolCallDeltas cannot occur: the request carried no tools.
 
-    def finish(self) -> Iterator[StreamEvent]:
+    def finish(self) -> Iterator[Delta]:
         yield from self._events(self._parser.finish())
         rest = self._content.finish()
         if rest:
             yield TextDelta(rest)
 
-    def _events(self, items: list[Item]) -> Iterator[StreamEvent]:
+    def _events(self, items: list[Item]) -> Iterator[Delta]:
         for item in items:
             if isinstance(item, Text):
                 text = self._content.text(item.text)
@@ -190,12 +192,3 @@ class ReplyEvents:
         index = self._calls
         self._calls += 1
         return ToolCallDelta(index, self._new_id(), call.name, dumps(call.arguments))
-
-
-def _record(assembler: StreamAssembler, event: StreamEvent) -> None:
-    if isinstance(event, TextDelta):
-        assembler.add_text(event.text)
-    elif isinstance(event, ThinkingDelta):
-        assembler.add_thinking(event.text)
-    elif isinstance(event, ToolCallDelta):
-        assembler.add_tool_call(event)
