@@ -47,11 +47,14 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-def with_text_tools(config: ModelConfig, adapter: ChatAdapter) -> ChatAdapter:
+def with_text_tools(
+    config: ModelConfig, adapter: ChatAdapter, api_key: str | None = None
+) -> ChatAdapter:
     """The adapter a model's ``tool_format`` asks for: itself for ``native``, else wrapped.
 
     ``auto`` on an OpenAI-compatible server starts from the model names and asks the server,
-    on the first request, for its chat template and the name behind a served alias.
+    on the first request, for its chat template and the name behind a served alias, with the
+    model's API key (a server behind a key answers nothing without it).
     """
     if config.tool_format == "native":
         return adapter
@@ -59,12 +62,14 @@ def with_text_tools(config: ModelConfig, adapter: ChatAdapter) -> ChatAdapter:
     fmt = resolve(config.tool_format, *names)
     detect: Detect | None = None
     if config.tool_format == "auto" and config.provider == "openai" and config.base_url:
-        detect = partial(detect_choice, config.base_url, config.upstream_model, names)
+        detect = partial(detect_choice, config.base_url, config.upstream_model, names, api_key)
     return TextToolsAdapter(adapter, fmt, detect=detect)
 
 
-async def detect_choice(base_url: str, model: str | None, names: Sequence[str]) -> Choice:
-    served = await served_model(base_url, model)
+async def detect_choice(
+    base_url: str, model: str | None, names: Sequence[str], api_key: str | None = None
+) -> Choice:
+    served = await served_model(base_url, model, api_key)
     fmt, reasoning_open = choose(served.template, (*served.names, *names))
     return Choice(fmt, reasoning_open)
 
