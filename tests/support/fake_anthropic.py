@@ -84,7 +84,11 @@ class FakeAnthropic:
             return _error(reply.status, error["type"], error["message"], reply.headers, error)
         message = _message(body, reply if isinstance(reply, FakeReply) else FakeReply("partial"))
         if isinstance(reply, FakeReply):
-            blocks = [_thinking_block(t) for t in self.thinking]
+            thinking = [
+                *self.thinking,
+                *([FakeThinking(reply.reasoning)] if reply.reasoning else []),
+            ]
+            blocks = [_thinking_block(t) for t in thinking]
             self.issued.extend(blocks)
             message["content"][:0] = blocks
         if body.get("stream"):
@@ -203,6 +207,8 @@ def _message(body: dict[str, Any], reply: FakeReply) -> dict[str, Any]:
             {"type": "tool_use", "id": call_id, "name": call.name, "input": call.arguments}
         )
     stop = reply.finish_reason or ("tool_use" if reply.tool_calls else "end_turn")
+    # Stopped by a stop sequence: the first one the request gave.
+    sequence = (body.get("stop_sequences") or [None])[0] if stop == "stop_sequence" else None
     return {
         "id": "msg_fake",
         "type": "message",
@@ -210,7 +216,7 @@ def _message(body: dict[str, Any], reply: FakeReply) -> dict[str, Any]:
         "model": body["model"],
         "content": content,
         "stop_reason": stop,
-        "stop_sequence": None,
+        "stop_sequence": sequence,
         "usage": {
             # Anthropic counts cache reads and writes apart from ``input_tokens``.
             "input_tokens": reply.prompt_tokens - reply.cached_tokens - reply.cache_write_tokens,
@@ -274,7 +280,7 @@ async def _events(message: dict[str, Any], fault: str | None) -> AsyncIterator[s
             yield event
             if fault == "cut":
                 return  # the body ends after the first block event
-    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    delta = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
     yield _sse(
         "message_delta",
         {
