@@ -78,6 +78,7 @@ ReplyEvent = (
 )
 Chunk = TypeVar("Chunk")
 Parse = Callable[[Chunk], Iterable[ReplyEvent]]
+Finish = Callable[[ChatResponse], ChatResponse]
 
 
 @dataclass(slots=True)
@@ -178,6 +179,7 @@ async def stream_reply(
     *,
     provider: str,
     model: str,
+    finish: Finish | None = None,
 ) -> AsyncGenerator[StreamEvent, None]:
     """The deltas of a streamed reply as they come, then one ``StreamDone`` with all of it.
 
@@ -185,6 +187,7 @@ async def stream_reply(
     stream, where the router maps failures; the chunks are closed with the stream, so a caller
     who goes away frees the upstream connection at once. A stream that ends before the provider
     finished the reply is an ``UpstreamProtocolError``: the answer is cut, not complete.
+    ``finish``: the adapter's last touch on the assembled response, the same on both paths.
     """
     fold = ReplyFold(model)
     add = fold.add
@@ -197,11 +200,17 @@ async def stream_reply(
         raise UpstreamProtocolError(
             f"{provider}'s stream ended before the reply was finished", provider=provider
         )
-    yield StreamDone(fold.response())
+    response = fold.response()
+    yield StreamDone(finish(response) if finish is not None else response)
 
 
 def whole_reply(
-    chunks: Iterable[Chunk], parse: Parse[Chunk], *, provider: str, model: str
+    chunks: Iterable[Chunk],
+    parse: Parse[Chunk],
+    *,
+    provider: str,
+    model: str,
+    finish: Finish | None = None,
 ) -> ChatResponse:
     """A whole reply: the fold of the events its parse gives, as a stream of it would."""
     fold = ReplyFold(model)
@@ -212,7 +221,8 @@ def whole_reply(
         raise UpstreamProtocolError(
             f"{provider} answered without a finished reply", provider=provider
         )
-    return fold.response()
+    response = fold.response()
+    return finish(response) if finish is not None else response
 
 
 def response_events(response: ChatResponse) -> Iterable[StreamEvent]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -19,6 +20,7 @@ from llm_service.streaming import (
     whole_reply,
 )
 from llm_service.types import (
+    ChatResponse,
     StreamDone,
     StreamEvent,
     TextDelta,
@@ -137,3 +139,18 @@ def test_a_whole_response_reads_back_as_its_events() -> None:
         "ToolCallDelta",
     ]
     assert events[3] == ToolCallDelta(1, "b", "second", '{"x":2}')
+
+
+async def test_the_adapters_last_touch_applies_to_both_paths() -> None:
+    def mark(response: ChatResponse) -> ChatResponse:
+        return replace(response, model=f"{response.model} (marked)")
+
+    whole = whole_reply(CHUNKS, parse, provider="toy", model="m", finish=mark)
+    closed: list[bool] = []
+    events = stream_reply(
+        lambda: _chunks(CHUNKS, closed), parse, provider="toy", model="m", finish=mark
+    )
+    done = [e async for e in events][-1]
+
+    assert whole.model == "model-v2 (marked)"
+    assert done == StreamDone(whole)
