@@ -3,25 +3,28 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import anthropic
 from anthropic.types import (
     Message,
+    MessageDeltaUsage,
     RawContentBlockDeltaEvent,
     RawContentBlockStartEvent,
+    RawContentBlockStopEvent,
     RawMessageDeltaEvent,
     RawMessageStartEvent,
     RawMessageStopEvent,
     RawMessageStreamEvent,
 )
+from anthropic.types.raw_message_delta_event import Delta
 
 from adapters.anthropic_format import request_body
 from adapters.naming import ToolNames, for_wire, request_names
-from llm_service.assemble import StreamAssembler, finish_reason, tool_call
 from llm_service.config import ModelConfig
 from llm_service.errors import (
     UpstreamConnectionError,
@@ -32,17 +35,22 @@ from llm_service.errors import (
     error_for_status,
     parse_retry_after,
 )
+from llm_service.streaming import (
+    AnsweredBy,
+    Finished,
+    RedactedThinking,
+    ReplyEvent,
+    ThinkingEnd,
+    stream_reply,
+    whole_reply,
+)
 from llm_service.types import (
-    AssistantMessage,
     ChatRequest,
     ChatResponse,
     FinishReason,
-    StreamDone,
     StreamEvent,
     TextDelta,
-    Thinking,
     ThinkingDelta,
-    ToolCall,
     ToolCallDelta,
     Usage,
 )
@@ -103,53 +111,46 @@ class AnthropicAdapter:
         body = self._body(request, names)
         with _mapped_errors():
             message: Message = await self._client.messages.create(**body)
-        return _signed_by(_parse_message(message, names), self._config.upstream_model)
+        model = self._config.upstream_model
+        return whole_reply(
+            replayed(message),
+            ReplyParser(names),
+            provider=PROVIDER,
+            model=model,
+            finish=partial(_signed_by, model=model),
+        )
 
-    async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+    def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         names = request_names(request)
+        model = self._config.upstream_model
+        return stream_reply(
+            partial(self._events, request, names),
+            ReplyParser(names),
+            provider=PROVIDER,
+            model=model,
+            finish=partial(_signed_by, model=model),
+        )
+
+    async def _events(
+        self, request: ChatRequest, names: ToolNames
+    ) -> AsyncGenerator[RawMessageStreamEvent, None]:
+        """The SDK's stream events, its failures mapped; the yield is outside the mapping, so
+        what we make of an event is ours."""
         body = self._body(request, names)
-        state = _StreamState(names=names, model=self._config.upstream_model)
         with _mapped_errors():
             events = await self._client.messages.create(**body, stream=True)
-        # Only the SDK's reading of the stream is mapped: what we make of an event is ours.
-        async for event in _read(events):
-            for delta in state.handle(event):
-                yield delta
-        if not state.stopped:
-            raise UpstreamProtocolError(
-                "anthropic's stream ended before message_stop", provider=PROVIDER
-            )
-        yield StreamDone(_signed_by(state.response(), self._config.upstream_model))
+        while True:
+            with _mapped_errors():
+                event = await anext(events, None)
+            if event is None:
+                return
+            yield event
 
     async def probe(self) -> str | None:
         return None
 
     async def aclose(self) -> None:
         await self._client.close()
-
-
-def _parse_message(message: Message, names: ToolNames) -> ChatResponse:
-    text: list[str] = []
-    thinking: list[Thinking] = []
-    calls: list[ToolCall] = []
-    for block in message.content:
-        if block.type == "text":
-            text.append(block.text)
-        elif block.type == "thinking":
-            thinking.append(Thinking(block.thinking, signature=block.signature))
-        elif block.type == "redacted_thinking":
-            thinking.append(Thinking(block.data, redacted=True))
-        elif block.type == "tool_use":
-            calls.append(tool_call(block.id, names.canonical(block.name), _input(block.input)))
-    reason = _STOP_REASONS.get(message.stop_reason or "end_turn", "stop")
-    return ChatResponse(
-        message=AssistantMessage(
-            content="".join(text) or None, tool_calls=tuple(calls), thinking=tuple(thinking)
-        ),
-        finish_reason=finish_reason(reason, bool(calls)),
-        usage=_usage(message.usage.input_tokens, message.usage, message.usage.output_tokens),
-        model=message.model,
-    )
 
 
 def _signed_by(response: ChatResponse, model: str) -> ChatResponse:
@@ -177,92 +178,91 @@ def _usage(input_tokens: int | None, usage: object, output_tokens: int) -> Usage
     )
 
 
-@dataclass
-class _StreamState:
-    """Turns raw stream events into deltas; tool blocks get dense tool-call indexes."""
+def replayed(message: Message) -> Iterator[RawMessageStreamEvent]:
+    """A whole message as the stream that would have carried it: each block starts holding all
+    of its content (as a stream's block start holds what it already knows), and stops."""
+    yield RawMessageStartEvent.model_construct(type="message_start", message=message)
+    for index, block in enumerate(message.content):
+        yield RawContentBlockStartEvent.model_construct(
+            type="content_block_start", index=index, content_block=block
+        )
+        yield RawContentBlockStopEvent.model_construct(type="content_block_stop", index=index)
+    delta = Delta.model_construct(
+        stop_reason=message.stop_reason, stop_sequence=message.stop_sequence
+    )
+    usage = MessageDeltaUsage.model_construct(output_tokens=message.usage.output_tokens)
+    yield RawMessageDeltaEvent.model_construct(type="message_delta", delta=delta, usage=usage)
+    yield RawMessageStopEvent.model_construct(type="message_stop")
 
-    names: ToolNames
-    model: str
-    assembler: StreamAssembler = field(default_factory=StreamAssembler)
-    tool_index: dict[int, int] = field(default_factory=dict)
-    thinking: dict[int, Thinking] = field(default_factory=dict)
-    reason: FinishReason = "stop"
-    usage: Usage = field(default_factory=Usage)
-    stopped: bool = False
 
-    def handle(self, event: RawMessageStreamEvent) -> Iterator[StreamEvent]:
-        if isinstance(event, RawMessageStartEvent):
-            self.model = event.message.model or self.model
-            usage = event.message.usage
-            self.usage = _usage(usage.input_tokens, usage, usage.output_tokens)
+class ReplyParser:
+    """A message's events, from its stream's events (or a whole message's replay).
+
+    Tool blocks get dense tool-call indexes; a thinking block ends with its signature.
+    """
+
+    def __init__(self, names: ToolNames) -> None:
+        self._names = names
+        self._tool_index: dict[int, int] = {}
+        self._signatures: dict[int, str] = {}  # open thinking blocks, by block index
+        self._reason: Finished = Finished("stop")
+        self._usage = Usage()
+
+    def __call__(self, event: RawMessageStreamEvent) -> Iterator[ReplyEvent]:
+        if isinstance(event, RawContentBlockDeltaEvent):
+            yield from self._delta(event)
         elif isinstance(event, RawContentBlockStartEvent):
             yield from self._start(event)
-        elif isinstance(event, RawContentBlockDeltaEvent):
-            yield from self._delta(event)
+        elif isinstance(event, RawContentBlockStopEvent):
+            signature = self._signatures.pop(event.index, None)
+            if signature is not None:
+                yield ThinkingEnd(signature)
+        elif isinstance(event, RawMessageStartEvent):
+            yield AnsweredBy(event.message.model)
+            usage = event.message.usage
+            self._usage = _usage(usage.input_tokens, usage, usage.output_tokens)
+            yield self._usage
         elif isinstance(event, RawMessageDeltaEvent):
             if event.delta.stop_reason:
-                self.reason = _STOP_REASONS.get(event.delta.stop_reason, "stop")
-            self.usage = replace(self.usage, completion_tokens=event.usage.output_tokens)
+                reason = _STOP_REASONS.get(event.delta.stop_reason, "stop")
+                self._reason = Finished(reason, event.delta.stop_sequence)
+            self._usage = replace(self._usage, completion_tokens=event.usage.output_tokens)
+            yield self._usage
         elif isinstance(event, RawMessageStopEvent):
-            self.stopped = True
+            yield self._reason
 
-    def _start(self, event: RawContentBlockStartEvent) -> Iterator[StreamEvent]:
+    def _start(self, event: RawContentBlockStartEvent) -> Iterator[ReplyEvent]:
         block = event.content_block
-        if block.type == "tool_use":
-            index = self.tool_index[event.index] = len(self.tool_index)
-            yield self._record(
-                ToolCallDelta(index=index, id=block.id, name=self.names.canonical(block.name))
-            )
-        elif block.type == "text" and block.text:
-            yield self._record(TextDelta(block.text))
+        if block.type == "text":
+            if block.text:
+                yield TextDelta(block.text)
+        elif block.type == "tool_use":
+            index = self._tool_index[event.index] = len(self._tool_index)
+            name = self._names.canonical(block.name)
+            # Streamed, the input arrives in deltas and starts empty; replayed, it is all here.
+            arguments = _input(block.input)
+            yield ToolCallDelta(index, block.id, name, json.dumps(arguments) if arguments else "")
         elif block.type == "thinking":
-            self.thinking[event.index] = Thinking(block.thinking, signature=block.signature)
+            self._signatures[event.index] = block.signature or ""
             if block.thinking:
-                yield self._record(ThinkingDelta(block.thinking))
+                yield ThinkingDelta(block.thinking)
         elif block.type == "redacted_thinking":
-            self.thinking[event.index] = Thinking(block.data, redacted=True)
+            yield RedactedThinking(block.data)
 
-    def _delta(self, event: RawContentBlockDeltaEvent) -> Iterator[StreamEvent]:
+    def _delta(self, event: RawContentBlockDeltaEvent) -> Iterator[ReplyEvent]:
         delta = event.delta
         if delta.type == "text_delta":
-            yield self._record(TextDelta(delta.text))
+            yield TextDelta(delta.text)
         elif delta.type == "input_json_delta":
             # An empty partial_json is legal (a call without arguments): it adds nothing.
-            if delta.partial_json and event.index in self.tool_index:
-                index = self.tool_index[event.index]
-                yield self._record(ToolCallDelta(index=index, arguments=delta.partial_json))
+            index = self._tool_index.get(event.index)
+            if delta.partial_json and index is not None:
+                yield ToolCallDelta(index=index, arguments=delta.partial_json)
         elif delta.type == "thinking_delta":
-            block = self.thinking.get(event.index, Thinking(""))
-            self.thinking[event.index] = replace(block, text=block.text + delta.thinking)
             yield ThinkingDelta(delta.thinking)
         elif delta.type == "signature_delta":
-            block = self.thinking.get(event.index, Thinking(""))
-            self.thinking[event.index] = replace(block, signature=delta.signature)
-            yield ThinkingDelta("", signature=delta.signature)
-
-    def _record(self, event: TextDelta | ThinkingDelta | ToolCallDelta) -> StreamEvent:
-        if isinstance(event, TextDelta):
-            self.assembler.add_text(event.text)
-        elif isinstance(event, ToolCallDelta):
-            self.assembler.add_tool_call(event)
-        return event
-
-    def response(self) -> ChatResponse:
-        assembled = self.assembler.finish(self.reason, self.usage, self.model)
-        blocks = tuple(block for _, block in sorted(self.thinking.items()))
-        return replace(assembled, message=replace(assembled.message, thinking=blocks))
-
-
-async def _read(
-    events: AsyncIterator[RawMessageStreamEvent],
-) -> AsyncIterator[RawMessageStreamEvent]:
-    """The SDK's stream events, its failures mapped; the yield is outside the mapping."""
-    while True:
-        with _mapped_errors():
-            event = await anext(events, None)
-        if event is None:
-            return
-        yield event
+            self._signatures[event.index] = delta.signature
+            yield ThinkingDelta("", signature=delta.signature)  # passed on to streaming callers
 
 
 @contextmanager

@@ -11,6 +11,7 @@ import importlib
 import os
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import contextmanager
+from functools import partial
 from types import ModuleType
 from typing import Any
 
@@ -18,7 +19,6 @@ import openai
 
 from adapters.naming import IdStyle, ToolNames, for_wire, request_names
 from adapters.openai_format import request_body
-from llm_service.assemble import StreamAssembler, finish_reason, tool_call
 from llm_service.config import ModelConfig
 from llm_service.errors import (
     GatewayError,
@@ -29,16 +29,16 @@ from llm_service.errors import (
     error_for_status,
     parse_retry_after,
 )
+from llm_service.streaming import AnsweredBy, Finished, ReplyEvent, stream_reply, whole_reply
 from llm_service.types import (
-    AssistantMessage,
     ChatRequest,
     ChatResponse,
     EmbeddingRequest,
     EmbeddingResponse,
     FinishReason,
-    StreamDone,
     StreamEvent,
     TextDelta,
+    ThinkingDelta,
     ToolCallDelta,
     Usage,
 )
@@ -92,35 +92,34 @@ class LiteLLMAdapter:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         names = request_names(request)
+        model = self._config.upstream_model
         with _mapped_errors():
             reply = await self._litellm.acompletion(**self._arguments(request, names))
-            return _parse(reply, names, self._config.upstream_model)
+        return whole_reply((reply,), ReplyParser(names), provider=PROVIDER, model=model)
 
-    async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+    def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         names = request_names(request)
-        assembler = StreamAssembler()
-        reason: FinishReason | None = None
-        usage = Usage()
         model = self._config.upstream_model
+        return stream_reply(
+            partial(self._chunks, request, names),
+            ReplyParser(names),
+            provider=PROVIDER,
+            model=model,
+        )
+
+    async def _chunks(self, request: ChatRequest, names: ToolNames) -> AsyncGenerator[Any, None]:
+        """LiteLLM's stream chunks, its failures mapped; the yield is outside the mapping."""
         arguments = self._arguments(request, names)
         with _mapped_errors():
             chunks = await self._litellm.acompletion(
                 **arguments, stream=True, stream_options={"include_usage": True}
             )
-            async for chunk in chunks:
-                model = getattr(chunk, "model", None) or model
-                usage = _usage(getattr(chunk, "usage", None)) or usage
-                for choice in chunk.choices[:1]:
-                    for event in _delta_events(choice.delta, names):
-                        assembler.add(event)
-                        yield event
-                    if choice.finish_reason:
-                        reason = _FINISH_REASONS.get(choice.finish_reason, "stop")
-        if reason is None:
-            raise UpstreamProtocolError(
-                "litellm's stream ended before a finish_reason", provider=PROVIDER
-            )
-        yield StreamDone(assembler.finish(reason, usage, model))
+        while True:
+            with _mapped_errors():
+                chunk = await anext(chunks, None)
+            if chunk is None:
+                return
+            yield chunk
 
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
         model = self._config.upstream_model
@@ -178,36 +177,45 @@ def _embeddings(reply: Any, count: int, default_model: str) -> EmbeddingResponse
     )
 
 
-def _delta_events(delta: Any, names: ToolNames) -> Iterator[StreamEvent]:
-    if getattr(delta, "content", None):
-        yield TextDelta(delta.content)
-    for call in getattr(delta, "tool_calls", None) or ():
-        function = call.function
-        name = getattr(function, "name", None)
-        yield ToolCallDelta(
-            index=call.index or 0,
-            id=call.id,
-            name=names.canonical(name) if name else None,
-            arguments=getattr(function, "arguments", None) or "",
-        )
+class ReplyParser:
+    """A reply's events, from each streamed chunk (its choice's ``delta``) or from the whole
+    reply (its choice's ``message``, final by nature): LiteLLM answers in OpenAI's shapes."""
 
+    def __init__(self, names: ToolNames) -> None:
+        self._names = names
 
-def _parse(reply: Any, names: ToolNames, default_model: str) -> ChatResponse:
-    if not reply.choices:
-        raise UpstreamProtocolError("litellm answered without choices", provider=PROVIDER)
-    choice = reply.choices[0]
-    message = choice.message
-    calls = tuple(
-        tool_call(c.id, names.canonical(c.function.name), c.function.arguments)
-        for c in message.tool_calls or ()
-    )
-    reason = _FINISH_REASONS.get(choice.finish_reason or "stop", "stop")
-    return ChatResponse(
-        message=AssistantMessage(content=message.content or None, tool_calls=calls),
-        finish_reason=finish_reason(reason, bool(calls)),
-        usage=_usage(getattr(reply, "usage", None)) or Usage(),
-        model=reply.model or default_model,
-    )
+    def __call__(self, reply: Any) -> Iterator[ReplyEvent]:
+        model = getattr(reply, "model", None)
+        if model:
+            yield AnsweredBy(model)
+        for choice in (getattr(reply, "choices", None) or ())[:1]:
+            whole = getattr(choice, "message", None)
+            message = getattr(choice, "delta", None) or whole
+            reasoning = getattr(message, "reasoning_content", None)
+            if reasoning:
+                yield ThinkingDelta(reasoning)
+            content = getattr(message, "content", None)
+            if content:
+                yield TextDelta(content)
+            yield from self._calls(getattr(message, "tool_calls", None) or ())
+            reason = getattr(choice, "finish_reason", None)
+            if reason or whole is not None:
+                yield Finished(_FINISH_REASONS.get(reason or "stop", "stop"))
+        usage = _usage(getattr(reply, "usage", None))
+        if usage is not None:
+            yield usage
+
+    def _calls(self, calls: Any) -> Iterator[ToolCallDelta]:
+        for position, call in enumerate(calls):
+            function = call.function
+            name = getattr(function, "name", None)
+            index = getattr(call, "index", None)
+            yield ToolCallDelta(
+                index=position if index is None else index,
+                id=call.id,
+                name=self._names.canonical(name) if name else None,
+                arguments=getattr(function, "arguments", None) or "",
+            )
 
 
 @contextmanager

@@ -6,6 +6,7 @@ import json
 import secrets
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import httpx
@@ -14,7 +15,6 @@ import pydantic
 
 from adapters.naming import ToolNames, for_wire, request_names
 from adapters.ollama_format import request_body
-from llm_service.assemble import StreamAssembler, finish_reason, tool_call
 from llm_service.config import ModelConfig
 from llm_service.errors import (
     UpstreamConnectionError,
@@ -22,19 +22,16 @@ from llm_service.errors import (
     UpstreamTimeout,
     error_for_status,
 )
+from llm_service.streaming import AnsweredBy, Finished, ReplyEvent, stream_reply, whole_reply
 from llm_service.types import (
-    AssistantMessage,
     ChatRequest,
     ChatResponse,
     EmbeddingRequest,
     EmbeddingResponse,
     FinishReason,
-    StreamDone,
     StreamEvent,
     TextDelta,
-    Thinking,
     ThinkingDelta,
-    ToolCall,
     ToolCallDelta,
     Usage,
 )
@@ -82,36 +79,33 @@ class OllamaAdapter:
         body = self._body(request, names, False)
         with _mapped_errors():
             reply: ollama.ChatResponse = await self._post(body, False)
-        message = reply.message
-        calls = tuple(_call(c, names) for c in message.tool_calls or ())
-        thinking = (Thinking(message.thinking),) if message.thinking else ()
-        return ChatResponse(
-            message=AssistantMessage(
-                content=message.content or None, tool_calls=calls, thinking=thinking
-            ),
-            finish_reason=finish_reason(_reason(reply), bool(calls)),
-            usage=_usage(reply),
-            model=reply.model or self._config.upstream_model,
+        model = self._config.upstream_model
+        return whole_reply((reply,), ReplyParser(names), provider=PROVIDER, model=model)
+
+    def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+        names = request_names(request)
+        model = self._config.upstream_model
+        return stream_reply(
+            partial(self._chunks, request, names),
+            ReplyParser(names),
+            provider=PROVIDER,
+            model=model,
         )
 
-    async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
-        names = request_names(request)
+    async def _chunks(
+        self, request: ChatRequest, names: ToolNames
+    ) -> AsyncGenerator[ollama.ChatResponse, None]:
+        """The client's stream chunks, its failures mapped; the yield is outside the mapping,
+        so what we make of a chunk is ours."""
         body = self._body(request, names, True)
-        assembler = StreamAssembler()
-        final: ollama.ChatResponse | None = None
         with _mapped_errors():
             chunks: AsyncIterator[ollama.ChatResponse] = await self._post(body, True)
-        # Only the client's reading of the stream is mapped: what we make of a chunk is ours.
-        async for chunk in _read(chunks):
-            for event in _chunk_events(chunk, names, len(assembler.calls)):
-                assembler.add(event)
-                yield event
-            if chunk.done:
-                final = chunk
-        if final is None:
-            raise UpstreamProtocolError("ollama's stream ended before done", provider=PROVIDER)
-        model = final.model or self._config.upstream_model
-        yield StreamDone(assembler.finish(_reason(final), _usage(final), model))
+        while True:
+            with _mapped_errors():
+                chunk = await anext(chunks, None)
+            if chunk is None:
+                return
+            yield chunk
 
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
         """Ollama's ``/api/embed``: every input in one call, vectors in the inputs' order."""
@@ -146,51 +140,40 @@ class OllamaAdapter:
         await self._client.close()  # type: ignore[no-untyped-call]  # untyped in ollama
 
 
-def _call(call: ollama.Message.ToolCall, names: ToolNames) -> ToolCall:
-    wire_id = (call.model_extra or {}).get("id")  # newer servers send one; older do not
-    arguments: Any = call.function.arguments
-    return tool_call(
-        wire_id if isinstance(wire_id, str) and wire_id else _mint_id(),
-        names.canonical(call.function.name),
-        dict(arguments) if arguments is not None else None,
-    )
+class ReplyParser:
+    """A reply's events, from each streamed chunk or from the whole reply (the one chunk that
+    holds everything, ``done`` included). Calls arrive whole, each in one chunk."""
 
+    def __init__(self, names: ToolNames) -> None:
+        self._names = names
+        self._calls = 0
 
-def _reason(reply: ollama.ChatResponse) -> FinishReason:
-    return _DONE_REASONS.get(reply.done_reason or "stop", "stop")
+    def __call__(self, chunk: ollama.ChatResponse) -> Iterator[ReplyEvent]:
+        message = chunk.message
+        if message.thinking:
+            yield ThinkingDelta(message.thinking)
+        if message.content:
+            yield TextDelta(message.content)
+        for wire in message.tool_calls or ():
+            yield self._call(wire)
+        if chunk.done:
+            if chunk.model:
+                yield AnsweredBy(chunk.model)
+            yield Usage(chunk.prompt_eval_count or 0, chunk.eval_count or 0)
+            yield Finished(_DONE_REASONS.get(chunk.done_reason or "stop", "stop"))
 
-
-def _usage(reply: ollama.ChatResponse) -> Usage:
-    return Usage(reply.prompt_eval_count or 0, reply.eval_count or 0)
-
-
-def _chunk_events(
-    chunk: ollama.ChatResponse, names: ToolNames, first_index: int
-) -> Iterator[StreamEvent]:
-    message = chunk.message
-    if message.thinking:
-        yield ThinkingDelta(message.thinking)
-    if message.content:
-        yield TextDelta(message.content)
-    # Calls arrive whole, each in one chunk: one delta carries id, name and all arguments.
-    for offset, wire in enumerate(message.tool_calls or ()):
-        call = _call(wire, names)
-        yield ToolCallDelta(
-            index=first_index + offset,
-            id=call.id,
-            name=call.name,
-            arguments=call.raw_arguments or json.dumps(call.arguments, ensure_ascii=False),
+    def _call(self, call: ollama.Message.ToolCall) -> ToolCallDelta:
+        """One delta with the whole call: id, name and all its arguments."""
+        wire_id = (call.model_extra or {}).get("id")  # newer servers send one; older do not
+        arguments: Any = call.function.arguments
+        index = self._calls
+        self._calls += 1
+        return ToolCallDelta(
+            index,
+            wire_id if isinstance(wire_id, str) and wire_id else _mint_id(),
+            self._names.canonical(call.function.name),
+            json.dumps(dict(arguments), ensure_ascii=False) if arguments else "",
         )
-
-
-async def _read(chunks: AsyncIterator[ollama.ChatResponse]) -> AsyncIterator[ollama.ChatResponse]:
-    """The client's stream chunks, its failures mapped; the yield is outside the mapping."""
-    while True:
-        with _mapped_errors():
-            chunk = await anext(chunks, None)
-        if chunk is None:
-            return
-        yield chunk
 
 
 @contextmanager

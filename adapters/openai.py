@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterator
-from contextlib import aclosing
 from typing import Any
 
 from pydantic import ValidationError
@@ -11,18 +10,16 @@ from pydantic import ValidationError
 from adapters.naming import ToolNames, for_wire, request_names
 from adapters.openai_format import request_body
 from adapters.openai_http import ChatCompletionsHttp
-from adapters.openai_wire import WireEmbeddings, WireMessage, WireReply
-from llm_service.assemble import StreamAssembler, finish_reason, tool_call
+from adapters.openai_wire import WireEmbeddings, WireMessage, WireReply, WireToolCall, WireUsage
 from llm_service.config import ModelConfig
 from llm_service.errors import UpstreamProtocolError, UpstreamServerError
+from llm_service.streaming import AnsweredBy, Finished, ReplyEvent, stream_reply, whole_reply
 from llm_service.types import (
-    AssistantMessage,
     ChatRequest,
     ChatResponse,
     EmbeddingRequest,
     EmbeddingResponse,
     FinishReason,
-    StreamDone,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -57,44 +54,20 @@ class OpenAIAdapter:
     async def complete(self, request: ChatRequest) -> ChatResponse:
         names = request_names(request)
         raw = await self._http.post(self._body(request, names))
-        completion = _read(raw)
-        if completion.error_message is not None:
-            raise UpstreamServerError(
-                f"openai reported an error: {completion.error_message}", provider=PROVIDER
-            )
-        return _parse_completion(completion, names, self._config.upstream_model)
-
-    async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
-        names = request_names(request)
-        body = self._body(request, names)
-        assembler = StreamAssembler()
-        reason: FinishReason | None = None
-        usage = Usage()
         model = self._config.upstream_model
-        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
-        # Closed with the stream, so a caller who goes away frees the upstream connection now.
-        async with aclosing(self._http.stream(body)) as events:
-            async for data in events:
-                chunk = _read(data)
-                if chunk.error_message is not None:
-                    raise UpstreamServerError(
-                        f"openai reported an error: {chunk.error_message}", provider=PROVIDER
-                    )
-                model = chunk.model or model
-                if chunk.usage is not None:
-                    usage = _usage(chunk)
-                for event in _chunk_events(chunk, names):
-                    assembler.add(event)
-                    yield event
-                for choice in chunk.choices:
-                    if choice.finish_reason:
-                        reason = _FINISH_REASONS.get(choice.finish_reason, "stop")
-        if reason is None:
-            # The connection closed before the finish chunk: the answer is cut, not complete.
-            raise UpstreamProtocolError(
-                "openai ended the stream before finishing", provider=PROVIDER
-            )
-        yield StreamDone(assembler.finish(reason, usage, model))
+        return whole_reply((raw,), ReplyParser(names, model), provider=PROVIDER, model=model)
+
+    def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+        names = request_names(request)
+        model = self._config.upstream_model
+
+        def chunks() -> AsyncGenerator[bytes, None]:
+            body = self._body(request, names)
+            body.update(stream=True, stream_options={"include_usage": True})
+            return self._http.stream(body)
+
+        # The skeleton's generator is the stream itself: no extra step per chunk.
+        return stream_reply(chunks, ReplyParser(names, model), provider=PROVIDER, model=model)
 
     async def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
         body: dict[str, Any] = {
@@ -130,6 +103,58 @@ class OpenAIAdapter:
         await self._http.aclose()
 
 
+class ReplyParser:
+    """A reply's events, from its one whole body or from each of its stream's events.
+
+    A whole reply's ``message`` reads as one chunk's ``delta`` holding everything, and is final
+    by nature; a stream's chunk is final when it carries a ``finish_reason``.
+    """
+
+    __slots__ = ("_model", "_names")
+
+    def __init__(self, names: ToolNames, model: str) -> None:
+        self._names = names
+        self._model = model
+
+    def __call__(self, data: bytes) -> Iterator[ReplyEvent]:
+        reply = _read(data)
+        if reply.error:
+            raise UpstreamServerError(
+                f"openai reported an error: {reply.error_message}", provider=PROVIDER
+            )
+        if reply.model and reply.model != self._model:
+            self._model = reply.model
+            yield AnsweredBy(reply.model)
+        for choice in reply.choices[:1]:
+            message = choice.delta or choice.message or _EMPTY
+            reasoning = message.thinking
+            if reasoning:
+                yield ThinkingDelta(reasoning)
+            if message.content:
+                yield TextDelta(message.content)
+            if message.tool_calls:
+                yield from self._calls(message.tool_calls)
+            if choice.finish_reason:
+                yield Finished(_FINISH_REASONS.get(choice.finish_reason, "stop"))
+            elif choice.message is not None:
+                yield Finished("stop")
+        if reply.usage is not None:
+            yield _usage(reply.usage)
+
+    def _calls(self, calls: list[WireToolCall]) -> Iterator[ToolCallDelta]:
+        for position, call in enumerate(calls):
+            if call.type not in (None, "function"):
+                continue  # another kind of call (custom tools): not one this API declares
+            function = call.function
+            name = function.name if function else None
+            yield ToolCallDelta(
+                index=position if call.index is None else call.index,
+                id=call.id,
+                name=self._names.canonical(name) if name else None,
+                arguments=(function.arguments or "") if function else "",
+            )
+
+
 def _read(data: bytes) -> WireReply:
     try:
         return WireReply.model_validate_json(data)
@@ -139,47 +164,7 @@ def _read(data: bytes) -> WireReply:
         ) from exc
 
 
-def _chunk_events(chunk: WireReply, names: ToolNames) -> Iterator[StreamEvent]:
-    for choice in chunk.choices[:1]:
-        delta = choice.delta or _EMPTY
-        reasoning = delta.thinking
-        if reasoning:
-            yield ThinkingDelta(reasoning)
-        if delta.content:
-            yield TextDelta(delta.content)
-        for position, call in enumerate(delta.tool_calls or ()):
-            function = call.function
-            yield ToolCallDelta(
-                index=position if call.index is None else call.index,
-                id=call.id,
-                name=names.canonical(function.name) if function and function.name else None,
-                arguments=(function.arguments or "") if function else "",
-            )
-
-
-def _parse_completion(completion: WireReply, names: ToolNames, default_model: str) -> ChatResponse:
-    if not completion.choices or completion.choices[0].message is None:
-        raise UpstreamProtocolError("openai answered without a message", provider=PROVIDER)
-    choice = completion.choices[0]
-    message = choice.message or _EMPTY
-    calls = tuple(
-        tool_call(c.id or "", names.canonical(c.function.name or ""), c.function.arguments)
-        for c in message.tool_calls or ()
-        if c.type in (None, "function") and c.function is not None
-    )
-    reason = _FINISH_REASONS.get(choice.finish_reason or "stop", "stop")
-    return ChatResponse(
-        message=AssistantMessage(content=message.content, tool_calls=calls),
-        finish_reason=finish_reason(reason, bool(calls)),
-        usage=_usage(completion),
-        model=completion.model or default_model,
-    )
-
-
-def _usage(reply: WireReply) -> Usage:
-    usage = reply.usage
-    if usage is None:
-        return Usage()
+def _usage(usage: WireUsage) -> Usage:
     prompt_details = usage.prompt_tokens_details
     completion_details = usage.completion_tokens_details
     return Usage(

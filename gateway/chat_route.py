@@ -13,7 +13,7 @@ first byte. Validation errors take the same path as FastAPI's, so callers see th
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -27,12 +27,14 @@ from gateway.context import RequestContext, request_context
 from gateway.input_guard import guards_body
 from gateway.keys import Principal
 from gateway.responses import json_response
+from gateway.server_tools import run_server_tools
 from gateway.services import Services, get_services
 from gateway.sse import EventStreamResponse
 from llm_service.config import ModelConfig
-from llm_service.errors import GatewayError, InvalidRequest
+from llm_service.errors import GatewayError, InvalidRequest, UpstreamProtocolError
 from llm_service.router import Served
 from llm_service.types import (
+    AssistantMessage,
     ChatRequest,
     ChatResponse,
     StreamDone,
@@ -40,6 +42,7 @@ from llm_service.types import (
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
+    Usage,
 )
 
 JSON = dict[str, Any]
@@ -84,11 +87,6 @@ class StreamEncoder(Protocol):
         ...
 
 
-# Answers a model that runs its tools server-side (OpenAI's ``server_tools``), given the
-# request's key, body, canonical request and reply id.
-ServerToolsAnswer = Callable[[Services, Principal, Body, ChatRequest, str], Awaitable[Response]]
-
-
 @dataclass(frozen=True, slots=True)
 class ChatApi(Generic[Body]):
     """An API's own parts of the flow; one instance per API, built at import."""
@@ -98,7 +96,6 @@ class ChatApi(Generic[Body]):
     new_reply_id: Callable[[], str]
     whole: Callable[[ChatResponse, str, str], JSON]  # (answer, reply id, model) -> JSON body
     encoder: Callable[[str, Body], StreamEncoder]  # (reply id, body)
-    server_tools: ServerToolsAnswer[Body] | None = None  # None: such models are called as any
 
 
 async def serve_chat(request: Request, api: ChatApi[Body]) -> Response:
@@ -114,8 +111,8 @@ async def serve_chat(request: Request, api: ChatApi[Body]) -> Response:
     await services.limits.admit(principal)
     chat_request = api.to_chat_request(body)
     reply_id = api.new_reply_id()
-    if config.server_tools and api.server_tools is not None:
-        return await api.server_tools(services, principal, body, chat_request, reply_id)
+    if config.server_tools:
+        return await server_tools_answer(services, principal, body, chat_request, reply_id, api=api)
     if not body.stream:
         response, served = await services.router.complete(model, chat_request)
         context.provider = served.provider
@@ -131,6 +128,25 @@ async def serve_chat(request: Request, api: ChatApi[Body]) -> Response:
         services.limits.charge_after(events, principal, routed.served.alias, context),
         headers=served_headers(routed.served),
     )
+
+
+async def server_tools_answer(
+    services: Services,
+    principal: Principal,
+    body: Body,
+    chat_request: ChatRequest,
+    reply_id: str,
+    *,
+    api: ChatApi[Body],
+) -> Response:
+    """A ``server_tools`` model: the gateway runs the tool loop; the caller gets its final
+    answer in the API's own shape, whole or as a stream."""
+    outcome = await run_server_tools(services, principal, body.model, chat_request)
+    answer = ChatResponse(AssistantMessage(content=outcome.content), "stop", Usage(), body.model)
+    headers = {"x-gateway-conversation-id": outcome.conversation_id}
+    if not body.stream:
+        return json_response(api.whole(answer, reply_id, body.model), headers=headers)
+    return EventStreamResponse(replayed(api.encoder(reply_id, body), answer), headers=headers)
 
 
 async def event_stream(
@@ -160,7 +176,11 @@ async def event_stream(
         return
     finally:
         await rest.aclose()
-    # The upstream ended without its final event: say so rather than close silently.
+    # The upstream ended without its final event: say so rather than close silently, and count
+    # it as the upstream failure it is.
+    cut = UpstreamProtocolError("The upstream stream ended unexpectedly.")
+    context.fail(cut)
+    context.error_type = encoder.error_type(cut)
     yield encoder.cut()
 
 

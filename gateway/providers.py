@@ -65,7 +65,7 @@ def _with_tool_format(build: AdapterFactory) -> AdapterFactory:
             return adapter
         from adapters.text.adapter import with_text_tools
 
-        return with_text_tools(config, adapter)
+        return with_text_tools(config, adapter, api_key)
 
     return factory
 

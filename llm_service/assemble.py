@@ -1,23 +1,12 @@
-"""Turning provider output into canonical form: arguments, finish reasons, streamed deltas."""
+"""Turning provider output into canonical form: arguments and finish reasons (the fold of a
+reply's events is ``llm_service.streaming``)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
-from llm_service.types import (
-    AssistantMessage,
-    ChatResponse,
-    FinishReason,
-    StreamEvent,
-    TextDelta,
-    Thinking,
-    ThinkingDelta,
-    ToolCall,
-    ToolCallDelta,
-    Usage,
-)
+from llm_service.types import FinishReason, ToolCall
 
 
 def parse_arguments(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any], str | None]:
@@ -61,57 +50,3 @@ def finish_reason(reason: FinishReason, has_tool_calls: bool) -> FinishReason:
     if has_tool_calls and reason != "length":
         return "tool_calls"
     return reason
-
-
-@dataclass
-class _PendingCall:
-    id: str = ""
-    name: str = ""
-    arguments: list[str] = field(default_factory=list)
-
-
-@dataclass
-class StreamAssembler:
-    """Accumulates stream deltas into the final ``ChatResponse``."""
-
-    text: list[str] = field(default_factory=list)
-    thinking: list[str] = field(default_factory=list)
-    calls: dict[int, _PendingCall] = field(default_factory=dict)
-
-    def add(self, event: StreamEvent) -> None:
-        if isinstance(event, TextDelta):
-            self.add_text(event.text)
-        elif isinstance(event, ThinkingDelta):
-            self.add_thinking(event.text)
-        elif isinstance(event, ToolCallDelta):
-            self.add_tool_call(event)
-
-    def add_text(self, text: str) -> None:
-        self.text.append(text)
-
-    def add_thinking(self, text: str) -> None:
-        self.thinking.append(text)
-
-    def add_tool_call(self, delta: ToolCallDelta) -> None:
-        pending = self.calls.setdefault(delta.index, _PendingCall())
-        if delta.id:
-            pending.id = delta.id
-        if delta.name:
-            pending.name += delta.name
-        if delta.arguments:
-            pending.arguments.append(delta.arguments)
-
-    def finish(self, reason: FinishReason, usage: Usage, model: str) -> ChatResponse:
-        calls = tuple(
-            tool_call(p.id, p.name, "".join(p.arguments)) for _, p in sorted(self.calls.items())
-        )
-        thinking = (Thinking(text="".join(self.thinking)),) if self.thinking else ()
-        message = AssistantMessage(
-            content="".join(self.text) or None, tool_calls=calls, thinking=thinking
-        )
-        return ChatResponse(
-            message=message,
-            finish_reason=finish_reason(reason, bool(calls)),
-            usage=usage,
-            model=model,
-        )

@@ -11,41 +11,50 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 
 from adapters.text.base import Call, Item, Reasoning, Text, ToolFormat
 from adapters.text.history import declared_tools, text_request
 from adapters.text.jsonscan import dumps
-from adapters.text.scan import ContentJoin, StreamParser, parse_reply
+from adapters.text.scan import ContentJoin, StreamParser
 from adapters.text.select import choose, resolve
 from adapters.text.served import served_model
-from llm_service.assemble import StreamAssembler, finish_reason
 from llm_service.config import ModelConfig
+from llm_service.streaming import (
+    AnsweredBy,
+    Finished,
+    ReplyEvent,
+    response_events,
+    stream_reply,
+    whole_reply,
+)
 from llm_service.types import (
-    AssistantMessage,
     ChatAdapter,
     ChatRequest,
     ChatResponse,
     StreamDone,
     StreamEvent,
     TextDelta,
-    Thinking,
     ThinkingDelta,
-    ToolCall,
     ToolCallDelta,
 )
+
+Delta = TextDelta | ThinkingDelta | ToolCallDelta
 
 
 def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-def with_text_tools(config: ModelConfig, adapter: ChatAdapter) -> ChatAdapter:
+def with_text_tools(
+    config: ModelConfig, adapter: ChatAdapter, api_key: str | None = None
+) -> ChatAdapter:
     """The adapter a model's ``tool_format`` asks for: itself for ``native``, else wrapped.
 
     ``auto`` on an OpenAI-compatible server starts from the model names and asks the server,
-    on the first request, for its chat template and the name behind a served alias.
+    on the first request, for its chat template and the name behind a served alias, with the
+    model's API key (a server behind a key answers nothing without it).
     """
     if config.tool_format == "native":
         return adapter
@@ -53,12 +62,14 @@ def with_text_tools(config: ModelConfig, adapter: ChatAdapter) -> ChatAdapter:
     fmt = resolve(config.tool_format, *names)
     detect: Detect | None = None
     if config.tool_format == "auto" and config.provider == "openai" and config.base_url:
-        detect = partial(detect_choice, config.base_url, config.upstream_model, names)
+        detect = partial(detect_choice, config.base_url, config.upstream_model, names, api_key)
     return TextToolsAdapter(adapter, fmt, detect=detect)
 
 
-async def detect_choice(base_url: str, model: str | None, names: Sequence[str]) -> Choice:
-    served = await served_model(base_url, model)
+async def detect_choice(
+    base_url: str, model: str | None, names: Sequence[str], api_key: str | None = None
+) -> Choice:
+    served = await served_model(base_url, model, api_key)
     fmt, reasoning_open = choose(served.template, (*served.names, *names))
     return Choice(fmt, reasoning_open)
 
@@ -104,37 +115,22 @@ class TextToolsAdapter:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         choice = await self._chosen()
-        tools = declared_tools(request)
         response = await self._inner.complete(text_request(request, choice.fmt))
-        # No native tools were sent, so any calls can only be in the text. Reasoning the server
-        # already split off means the text does not start inside reasoning.
-        opened = choice.reasoning_open and not response.message.thinking
-        text = response.message.content or ""
-        reply = parse_reply(choice.fmt, text, tools, reasoning_open=opened)
-        calls = tuple(ToolCall(self._new_id(), c.name, c.arguments) for c in reply.calls)
-        thinking = response.message.thinking
-        if reply.reasoning:
-            thinking = (*thinking, Thinking(reply.reasoning))
-        message = AssistantMessage(content=reply.content, tool_calls=calls, thinking=thinking)
-        reason = finish_reason(response.finish_reason, bool(calls))
-        return replace(response, message=message, finish_reason=reason)
+        # Read as the stream that would have carried it, through the parse the stream uses.
+        parse = self._events(choice, request)
+        provider = self.provider
+        return whole_reply(response_events(response), parse, provider=provider, model="")
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         choice = await self._chosen()
+        inner = partial(self._inner.stream, text_request(request, choice.fmt))
+        parse = self._events(choice, request)
+        async for event in stream_reply(inner, parse, provider=self.provider, model=""):
+            yield event
+
+    def _events(self, choice: Choice, request: ChatRequest) -> ReplyEvents:
         tools = declared_tools(request)
-        events = ReplyEvents(choice.fmt, tools, self._new_id, reasoning_open=choice.reasoning_open)
-        assembler = StreamAssembler()
-        async for event in self._inner.stream(text_request(request, choice.fmt)):
-            if isinstance(event, StreamDone):
-                for out in events.finish():
-                    _record(assembler, out)
-                    yield out
-                done = event.response
-                yield StreamDone(assembler.finish(done.finish_reason, done.usage, done.model))
-                return
-            for out in events.feed(event):
-                _record(assembler, out)
-                yield out
+        return ReplyEvents(choice.fmt, tools, self._new_id, reasoning_open=choice.reasoning_open)
 
     async def probe(self) -> str | None:
         return await self._inner.probe()
@@ -159,7 +155,18 @@ class ReplyEvents:
         self._new_id = new_id
         self._calls = 0
 
-    def feed(self, event: StreamEvent) -> Iterator[StreamEvent]:
+    def __call__(self, event: StreamEvent) -> Iterator[ReplyEvent]:
+        """The inner stream's event as this reply's events; its end ends the reply."""
+        if isinstance(event, StreamDone):
+            yield from self.finish()
+            done = event.response
+            yield AnsweredBy(done.model)
+            yield done.usage
+            yield Finished(done.finish_reason, done.stop_sequence)
+        else:
+            yield from self.feed(event)
+
+    def feed(self, event: StreamEvent) -> Iterator[Delta]:
         if isinstance(event, TextDelta):
             yield from self._events(self._parser.feed(event.text))
         elif isinstance(event, ThinkingDelta):
@@ -167,13 +174,13 @@ class ReplyEvents:
             yield event
         # Native ToolCallDeltas cannot occur: the request carried no tools.
 
-    def finish(self) -> Iterator[StreamEvent]:
+    def finish(self) -> Iterator[Delta]:
         yield from self._events(self._parser.finish())
         rest = self._content.finish()
         if rest:
             yield TextDelta(rest)
 
-    def _events(self, items: list[Item]) -> Iterator[StreamEvent]:
+    def _events(self, items: list[Item]) -> Iterator[Delta]:
         for item in items:
             if isinstance(item, Text):
                 text = self._content.text(item.text)
@@ -190,12 +197,3 @@ class ReplyEvents:
         index = self._calls
         self._calls += 1
         return ToolCallDelta(index, self._new_id(), call.name, dumps(call.arguments))
-
-
-def _record(assembler: StreamAssembler, event: StreamEvent) -> None:
-    if isinstance(event, TextDelta):
-        assembler.add_text(event.text)
-    elif isinstance(event, ThinkingDelta):
-        assembler.add_thinking(event.text)
-    elif isinstance(event, ToolCallDelta):
-        assembler.add_tool_call(event)

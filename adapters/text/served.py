@@ -23,11 +23,14 @@ class ServedModel:
     template: str | None = None
 
 
-async def served_model(base_url: str, model: str | None) -> ServedModel:
+async def served_model(base_url: str, model: str | None, api_key: str | None = None) -> ServedModel:
     base = base_url.rstrip("/")
     root = base.removesuffix("/v1")
     timeout = aiohttp.ClientTimeout(total=PROBE_SECONDS)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
+    headers = {"accept": "application/json"}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"  # as the chat requests send it
+    async with aiohttp.ClientSession(timeout=timeout, headers=headers) as session:
         props = await _get_json(session, f"{root}/props")
         models = await _get_json(session, f"{base}/models")
     names = [*_props_names(props), *_model_names(models, model)]
@@ -40,7 +43,7 @@ async def served_model(base_url: str, model: str | None) -> ServedModel:
 
 async def _get_json(session: aiohttp.ClientSession, url: str) -> Any:
     try:
-        async with session.get(url, headers={"accept": "application/json"}) as response:
+        async with session.get(url) as response:
             if response.status != 200:
                 return None
             return orjson.loads(await response.read())

@@ -26,8 +26,7 @@ def _message_writer(message_id: str, body: MessagesRequest) -> MessageWriter:
     return MessageWriter(message_id, body.model)
 
 
-# A `server_tools` model is called like any other here: the gateway's tool loop answers on
-# /v1/chat/completions and the conversations API (docs/tool-loop.md).
+# A `server_tools` model runs the gateway's tool loop here too (docs/tool-loop.md).
 MESSAGES = ChatApi(
     parse=MessagesRequest.model_validate_json,
     to_chat_request=to_chat_request,

@@ -11,17 +11,13 @@ from starlette.responses import Response
 
 from gateway import sse
 from gateway.auth import CurrentPrincipal, ServicesDep
-from gateway.chat_route import ChatApi, replayed, serve_chat
-from gateway.keys import Principal
+from gateway.chat_route import ChatApi, serve_chat
 from gateway.openai_api.convert import completion_json, to_chat_request
 from gateway.openai_api.schemas import ChatCompletionRequest
-from gateway.openai_api.server_tools import run_server_tools
 from gateway.openai_api.stream import ChunkWriter
 from gateway.responses import json_response
-from gateway.services import Services
 from llm_service.errors import ModelNotFound
 from llm_service.registry import role_allows
-from llm_service.types import AssistantMessage, ChatRequest, ChatResponse, Usage
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 
@@ -35,31 +31,12 @@ def _chunk_writer(completion_id: str, body: ChatCompletionRequest) -> ChunkWrite
     return ChunkWriter(completion_id, body.model, include_usage)
 
 
-async def _server_tools_answer(
-    services: Services,
-    principal: Principal,
-    body: ChatCompletionRequest,
-    chat_request: ChatRequest,
-    completion_id: str,
-) -> Response:
-    """A ``server_tools`` model: the gateway runs the tool loop, the caller gets its answer."""
-    outcome = await run_server_tools(services, principal, body.model, chat_request)
-    answer = ChatResponse(AssistantMessage(content=outcome.content), "stop", Usage(), body.model)
-    headers = {"x-gateway-conversation-id": outcome.conversation_id}
-    if not body.stream:
-        return json_response(completion_json(answer, completion_id, body.model), headers=headers)
-    return sse.EventStreamResponse(
-        replayed(_chunk_writer(completion_id, body), answer), headers=headers
-    )
-
-
 CHAT_COMPLETIONS = ChatApi(
     parse=ChatCompletionRequest.model_validate_json,
     to_chat_request=to_chat_request,
     new_reply_id=_completion_id,
     whole=completion_json,
     encoder=_chunk_writer,
-    server_tools=_server_tools_answer,
 )
 
 

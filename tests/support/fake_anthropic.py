@@ -90,10 +90,12 @@ class FakeAnthropic:
             error = reply.error or {"type": "api_error", "message": "fake failure"}
             return _error(reply.status, error["type"], error["message"], reply.headers, error)
         message = _message(body, reply if isinstance(reply, FakeReply) else FakeReply("partial"))
-        if isinstance(reply, FakeReply) and thinks:
-            given = self.thinking or [
-                FakeThinking("Thinking it over.", f"sig-{body['model']}-{len(self.issued)}")
-            ]
+        if isinstance(reply, FakeReply) and (thinks or reply.reasoning):
+            given = [*self.thinking, *([FakeThinking(reply.reasoning)] if reply.reasoning else [])]
+            if not given:
+                given = [
+                    FakeThinking("Thinking it over.", f"sig-{body['model']}-{len(self.issued)}")
+                ]
             blocks = [_thinking_block(t) for t in given]
             self.issued.extend((body["model"], block) for block in blocks)
             message["content"][:0] = blocks
@@ -279,6 +281,8 @@ def _message(body: dict[str, Any], reply: FakeReply) -> dict[str, Any]:
             {"type": "tool_use", "id": call_id, "name": call.name, "input": call.arguments}
         )
     stop = reply.finish_reason or ("tool_use" if reply.tool_calls else "end_turn")
+    # Stopped by a stop sequence: the first one the request gave.
+    sequence = (body.get("stop_sequences") or [None])[0] if stop == "stop_sequence" else None
     return {
         "id": "msg_fake",
         "type": "message",
@@ -286,7 +290,7 @@ def _message(body: dict[str, Any], reply: FakeReply) -> dict[str, Any]:
         "model": body["model"],
         "content": content,
         "stop_reason": stop,
-        "stop_sequence": None,
+        "stop_sequence": sequence,
         "usage": {
             # Anthropic counts cache reads and writes apart from ``input_tokens``.
             "input_tokens": reply.prompt_tokens - reply.cached_tokens - reply.cache_write_tokens,
@@ -350,7 +354,7 @@ async def _events(message: dict[str, Any], fault: str | None) -> AsyncIterator[s
             yield event
             if fault == "cut":
                 return  # the body ends after the first block event
-    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    delta = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
     yield _sse(
         "message_delta",
         {

@@ -120,6 +120,8 @@ def _echo(body: dict[str, Any]) -> FakeReply:
 def _message(reply: FakeReply, content: str | None = None) -> dict[str, Any]:
     text = reply.text or "" if content is None else content
     message: dict[str, Any] = {"role": "assistant", "content": text}
+    if reply.reasoning and content is None:
+        message["thinking"] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = [
             {"function": {"name": c.name, "arguments": c.arguments}} for c in reply.tool_calls
@@ -147,6 +149,10 @@ async def _lines(model: str, reply: FakeReply, fault: str | None) -> AsyncIterat
     def line(payload: dict[str, Any]) -> str:
         return json.dumps(payload) + "\n"
 
+    reasoning = reply.reasoning or ""
+    for start in range(0, len(reasoning), 4):
+        piece = {"role": "assistant", "content": "", "thinking": reasoning[start : start + 4]}
+        yield line({"model": model, "created_at": _CREATED_AT, "message": piece, "done": False})
     text = reply.text or ""
     for start in range(0, len(text), 4):
         piece = {"role": "assistant", "content": text[start : start + 4]}

@@ -61,7 +61,10 @@ class FakeReply:
     cached_tokens: int = 0  # of prompt_tokens: prompt-cache reads
     cache_write_tokens: int = 0  # of prompt_tokens: Anthropic's cache creation
     reasoning_tokens: int = 0  # of completion_tokens
-    reasoning: str | None = None  # /v1/responses only: a reasoning item with this summary
+    # Reasoning text: ``reasoning_content`` as vLLM, DeepSeek and llama.cpp send it beside the
+    # content (Ollama's ``thinking``; for Anthropic, a signed thinking block first).
+    # On /v1/responses, a reasoning item with this summary.
+    reasoning: str | None = None
     # Fault modes. ``hang``: never answer (until the client gives up and disconnects);
     # ``first_byte_delay``: seconds before the headers; ``garbage``: a 200 that is not JSON;
     # ``truncate_after``: a stream cut after that many chunks, without a finish or [DONE];
@@ -331,6 +334,8 @@ def _completion(
     model: str, reply: FakeReply, calls: list[FakeToolCall], finish: str
 ) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text, "refusal": None}
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning
     if calls:
         message["tool_calls"] = [
             {
@@ -363,6 +368,9 @@ def _chunks(model: str, reply: FakeReply, calls: list[FakeToolCall], finish: str
 
     async def generate():  # type: ignore[no-untyped-def]
         yield chunk({"role": "assistant", "content": "", "refusal": None})
+        reasoning = reply.reasoning or ""
+        for start in range(0, len(reasoning), 4):
+            yield chunk({"reasoning_content": reasoning[start : start + 4]})
         text = reply.text or ""
         for start in range(0, len(text), 4):
             yield chunk({"content": text[start : start + 4]})

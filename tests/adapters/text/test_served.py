@@ -20,6 +20,7 @@ from adapters.openai import OpenAIAdapter
 from adapters.text.adapter import ReplyEvents, TextToolsAdapter, new_call_id, with_text_tools
 from adapters.text.deepseek import CALL_BEGIN, CALLS_BEGIN, SEP
 from adapters.text.select import FORMATS, format_for_template, opens_reasoning
+from gateway.providers import ADAPTER_FACTORIES
 from llm_service.config import ModelConfig
 from llm_service.types import (
     ChatRequest,
@@ -103,6 +104,7 @@ class Served:
     props: dict[str, Any] | None = None
     models: dict[str, Any] | None = None
     gets: list[str] = field(default_factory=list)
+    key: str | None = None  # set: a server behind an API key, 401 without it
 
     def routes(self) -> list[Route]:
         return [Route("/props", self._props), Route("/v1/models", self._models)]
@@ -115,6 +117,8 @@ class Served:
 
     def _answer(self, request: Request, body: dict[str, Any] | None) -> Response:
         self.gets.append(request.url.path)
+        if self.key is not None and request.headers.get("authorization") != f"Bearer {self.key}":
+            return JSONResponse({"error": {"message": "Invalid API key"}}, 401)
         return JSONResponse(body) if body is not None else Response(status_code=404)
 
 
@@ -167,6 +171,27 @@ async def test_the_served_template_decides_once(upstream: Upstream, auto: TextTo
     ]
     assert "<tool_call>" in upstream.fake.requests[0]["messages"][0]["content"]
     assert upstream.served.gets == ["/props", "/v1/models"]  # asked once, not per request
+
+
+async def test_the_server_is_asked_with_the_models_api_key(upstream: Upstream) -> None:
+    """A server behind a key (vLLM's --api-key) answers the probe only with it."""
+    upstream.served.key = "sk-local"
+    upstream.served.props = {"chat_template": QWEN3_TEMPLATE}
+    upstream.fake.queue(FakeReply(text=HERMES_CALL))
+    config = ModelConfig(
+        name="local", provider="openai", model="m", base_url=upstream.url, tool_format="auto"
+    )
+    adapter = ADAPTER_FACTORIES["openai"](config, "sk-local")  # as the gateway builds it
+    try:
+        response = await adapter.complete(ask())
+    finally:
+        await adapter.aclose()
+
+    assert isinstance(adapter, TextToolsAdapter)
+    assert adapter.format.name == "hermes"
+    assert [(c.name, c.arguments) for c in response.message.tool_calls] == [
+        ("get_weather", {"city": "Oslo"})
+    ]
 
 
 async def test_a_served_alias_is_resolved_by_the_model_root(

@@ -7,6 +7,7 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.anthropic_api.errors import anthropic_error_type
 from tests.gateway.anthropic_api.conftest import AnthropicStack
@@ -186,3 +187,26 @@ def test_other_routes_keep_the_openai_shape(stack: AnthropicStack) -> None:
 )
 def test_error_type_follows_status_and_code(status: int, code: str | None, expected: str) -> None:
     assert anthropic_error_type(status, code) == expected
+
+
+def _upstream_errors(stack: AnthropicStack, model: str) -> float:
+    text = httpx.get(f"{stack.gateway.url}/metrics").text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "llm_gateway_upstream_errors_total"
+        and sample.labels.get("model") == model
+    )
+
+
+def test_a_failure_mid_stream_is_counted_as_an_upstream_error(stack: AnthropicStack) -> None:
+    before = _upstream_errors(stack, "gpt-cut")
+
+    with (
+        pytest.raises(anthropic.APIStatusError),
+        stack.client().messages.stream(model="gpt-cut", max_tokens=5, messages=HI) as stream,
+    ):
+        list(stream.text_stream)
+
+    assert _upstream_errors(stack, "gpt-cut") == before + 1

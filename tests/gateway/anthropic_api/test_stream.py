@@ -173,3 +173,5 @@ async def test_stream_ending_without_its_final_event_says_so() -> None:
     assert events[-1][0] == "error"
     assert events[-1][1]["error"]["type"] == "api_error"
     assert context.usage is None
+    # Counted as the upstream failure it is (the upstream-errors metric, the log's error type).
+    assert (context.error_type, context.upstream_error) == ("api_error", "UpstreamProtocolError")

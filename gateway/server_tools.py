@@ -1,7 +1,8 @@
-"""OpenAI-compatible calls to a `server_tools: true` model: the gateway runs the tool loop.
+"""Calls to a `server_tools: true` model: the gateway runs the tool loop.
 
-The caller's messages become a persisted conversation; the turn runs to its final answer, which
-is returned as an ordinary completion. A turn paused for approval is waited on for
+On ``/v1/chat/completions`` and ``/v1/messages`` alike (``gateway.chat_route``), the caller's
+messages become a persisted conversation; the turn runs to its final answer, which is returned
+as an ordinary completion or message. A turn paused for approval is waited on for
 `tool_loop.server_tools_approval_wait_seconds`; after that the caller gets a message naming the
 conversation to follow (and the `x-gateway-conversation-id` header on every such response).
 """
