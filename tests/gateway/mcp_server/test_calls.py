@@ -1,0 +1,86 @@
+"""``tools/call`` under the tool loop's governance: policy, approval, audit, usage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+
+from gateway.mcp_server.handlers import RESULT_META_KEY
+from tests.gateway.mcp_server.conftest import McpStack, mcp_session
+
+
+def record_of(result: types.CallToolResult) -> dict[str, Any]:
+    assert result.meta is not None
+    record: dict[str, Any] = result.meta[RESULT_META_KEY]
+    return record
+
+
+def text_of(result: types.CallToolResult) -> str:
+    [block] = result.content
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+def call(stack: McpStack, key: str, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def run() -> types.CallToolResult:
+        async with mcp_session(stack.mcp_url, key) as session:
+            return await session.call_tool(name, arguments)
+
+    return anyio.run(run)
+
+
+def audit_actions(stack: McpStack, tool: str, record_id: str) -> list[str]:
+    headers = {"authorization": f"Bearer {stack.admin_key}"}
+    params = {"tool": tool, "limit": 200}
+    response = httpx2.get(f"{stack.gateway.v1}/admin/audit", headers=headers, params=params)
+    assert response.status_code == 200, response.text
+    events = response.json()["data"]
+    return [e["action"] for e in reversed(events) if e["record_id"] == record_id]
+
+
+def test_a_call_runs_on_the_tool_server_and_is_audited(mcp_stack: McpStack) -> None:
+    result = call(mcp_stack, mcp_stack.user_key, "lookup", {"word": "gateway"})
+
+    assert not result.is_error
+    assert text_of(result) == "gateway: a thing"
+    record = record_of(result)
+    assert record["state"] == "succeeded"
+    actions = audit_actions(mcp_stack, "lookup", record["record_id"])
+    assert actions[:2] == ["tool_call.proposed", "tool_call.policy_checked"]
+    assert "tool_call.succeeded" in actions
+
+
+def test_calls_refused_by_policy_never_reach_the_tool_server(mcp_stack: McpStack) -> None:
+    headers = {"authorization": f"Bearer {mcp_stack.admin_key}"}
+    policy = f"{mcp_stack.gateway.v1}/admin/tools/wipe/policy"
+    assert httpx2.put(policy, headers=headers, json={"enabled": False}).status_code == 200
+    disabled = call(mcp_stack, mcp_stack.user_key, "wipe", {})
+    not_for_users = call(mcp_stack, mcp_stack.user_key, "payroll", {})
+    bad_arguments = call(mcp_stack, mcp_stack.user_key, "transfer", {"amount": "lots"})
+
+    assert "disabled by an administrator" in text_of(disabled)
+    assert "not allowed for this caller's roles" in text_of(not_for_users)
+    assert "Invalid arguments for `transfer`" in text_of(bad_arguments)
+    for result in (disabled, not_for_users, bad_arguments):
+        assert result.is_error
+        assert record_of(result)["state"] == "denied_by_policy"
+    assert mcp_stack.desk.transfers == []
+
+
+def test_a_missing_or_wrong_key_gets_an_openai_style_401(mcp_stack: McpStack) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    for headers in ({}, {"authorization": "Bearer gw-not-a-key"}):
+        response = httpx2.post(mcp_stack.mcp_url, json=body, headers=headers)
+        assert response.status_code == 401
+        assert response.json()["error"]["code"] == "invalid_api_key"
+        assert response.headers["www-authenticate"] == "Bearer"
+    unknown_bundle = httpx2.post(
+        f"{mcp_stack.mcp_url}?bundle=nope",
+        json=body,
+        headers={"authorization": f"Bearer {mcp_stack.user_key}"},
+    )
+    assert unknown_bundle.status_code == 400
+    assert unknown_bundle.json()["error"]["param"] == "bundle"
