@@ -10,23 +10,28 @@ human must decide, and runs it at most once.
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 from opentelemetry.trace import Tracer
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service.config import ToolLoopSettings
 from chat_service.events import TurnEvent
 from chat_service.executor import ToolExecutor
 from chat_service.store import ConversationStore
-from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView
+from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView, arguments_hash
 from db.base import utcnow
+from db.models import Conversation, ToolCallRecord
 from gateway.keys import Principal
 from governance import ToolGovernance
 from llm_service.types import ToolCall
 
 # The conversation's model: these calls came from an MCP client, not from a model.
 MCP_MODEL = "mcp"
+_RESUMABLE = (CallState.AWAITING_APPROVAL.value, CallState.APPROVED.value)
 CANCELLED = "The MCP client cancelled the call (or went away) while it ran."
 
 
@@ -38,8 +43,10 @@ class GovernedCalls:
         calls: ToolCallStore,
         conversations: ConversationStore,
         settings: ToolLoopSettings,
+        sessions: async_sessionmaker[AsyncSession],
         tracer: Tracer | None = None,
     ) -> None:
+        self._sessions = sessions
         self._calls = calls
         self._conversations = conversations
         self._executor = ToolExecutor(tools, calls, settings, tracer=tracer)
@@ -53,34 +60,69 @@ class GovernedCalls:
             principal.key_id, MCP_MODEL, principal.roles, bundle=bundle
         )
         call = ToolCall(f"mcp_{uuid.uuid4().hex}", name, arguments)
-        proposed = self._executor.run_round(conversation, (call,), 0, budget=1)
-        return await self._last(conversation.id, proposed)
+        proposed = await self._last(
+            conversation.id, self._executor.run_round(conversation, (call,), 0, budget=1)
+        )
+        if proposed is None:  # the executor always yields the proposal first
+            raise RuntimeError("the tool call produced no event")
+        return proposed
+
+    async def held(
+        self, principal: Principal, name: str, arguments: dict[str, Any]
+    ) -> ToolCallView | None:
+        """The key's earlier MCP call of this tool with these arguments, still awaiting its
+        approval or approved and not yet run: asking again resumes it rather than filing a
+        second request for a reviewer (and an approval given after the first wait is used)."""
+        query = (
+            select(ToolCallRecord.id)
+            .join(Conversation, Conversation.id == ToolCallRecord.conversation_id)
+            .where(
+                Conversation.model == MCP_MODEL,
+                ToolCallRecord.requested_by_key_id == principal.key_id,
+                ToolCallRecord.tool_name == name,
+                ToolCallRecord.arguments_hash == arguments_hash(arguments),
+                ToolCallRecord.state.in_(_RESUMABLE),
+            )
+            .order_by(ToolCallRecord.created_at.desc())
+            .limit(1)
+        )
+        async with self._sessions() as session:
+            record_id = await session.scalar(query)
+        return None if record_id is None else await self._calls.get(record_id)
 
     async def run_approved(self, call: ToolCallView) -> ToolCallView:
         """Runs an approved call (decided again at the last moment; at most once, whichever
-        replica wins). A caller that goes away cancels the tool server's call."""
-        try:
-            return await self._last(call.conversation_id, self._executor.execute([call]))
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await self._calls.move(
-                    call.record_id,
-                    CallState.EXECUTING,
-                    CallState.FAILED,
-                    changes={"result": CANCELLED, "result_is_error": True, "finished_at": utcnow()},
-                )
-            raise
+        replica wins)."""
+        ran = await self._last(call.conversation_id, self._executor.execute([call]))
+        # None: another request holding the same call won the race to run it.
+        return ran or await self._calls.get(call.record_id) or call
 
     async def get(self, record_id: str) -> ToolCallView | None:
         return await self._calls.get(record_id)
 
-    async def _last(self, conversation_id: str, events: Any) -> ToolCallView:
+    async def _last(
+        self, conversation_id: str, events: AsyncIterator[TurnEvent]
+    ) -> ToolCallView | None:
+        """The call as the last event left it. A caller that goes away cancels the tool
+        server's call; the call then ends ``failed`` rather than ``executing`` forever."""
         last: ToolCallView | None = None
-        async for event in events:
-            last = await self._kept(conversation_id, event)
-        if last is None:  # the executor yields at least the proposal
-            raise RuntimeError("the tool call produced no event")
+        try:
+            async for event in events:
+                last = await self._kept(conversation_id, event) or last
+        except BaseException:
+            if last is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._abandoned(last)
+            raise
         return last
+
+    async def _abandoned(self, call: ToolCallView) -> None:
+        await self._calls.move(
+            call.record_id,
+            CallState.EXECUTING,
+            CallState.FAILED,
+            changes={"result": CANCELLED, "result_is_error": True, "finished_at": utcnow()},
+        )
 
     async def _kept(self, conversation_id: str, event: TurnEvent) -> ToolCallView | None:
         # Stored like a turn's events, so GET /v1/conversations/{id}/events tells the story.

@@ -83,5 +83,10 @@ class McpEndpoint:
             response = await handle_error(request, exc)
             await response(scope, receive, send)
             return
-        scope.setdefault("state", {})[CALLER] = Caller(principal, bundle)
-        await manager.handle_request(scope, receive, send)
+        caller = Caller(principal, bundle)
+        scope.setdefault("state", {})[CALLER] = caller
+        try:
+            await manager.handle_request(scope, receive, send)
+        finally:
+            # The response has ended: a call still running has lost its client.
+            caller.cancel_in_flight()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
@@ -10,10 +11,10 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from opentelemetry.trace import Tracer
 
-from chat_service.tool_calls import CallState, ToolCallView
+from chat_service.tool_calls import SETTLED, CallState, ToolCallView
 from gateway.keys import Principal
 from gateway.limits.limiter import RateLimited
-from gateway.mcp_server.calls import GovernedCalls
+from gateway.mcp_server.calls import CANCELLED, GovernedCalls
 from gateway.mcp_server.listing import mcp_tools
 from gateway.mcp_server.waiting import wait_for_decision
 from gateway.services import Services
@@ -26,10 +27,19 @@ CALLER = "mcp_caller"
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who is calling, as the endpoint authenticated them, and the bundle they asked for."""
+    """Who is calling, as the endpoint authenticated them, and the bundle they asked for.
+
+    ``in_flight``: the calls this HTTP request is serving. The stateless transport does not
+    cancel a handler when its client goes away, so the endpoint cancels what is left here once
+    the response has ended (and with it the tool server's call)."""
 
     principal: Principal
     bundle: str | None
+    in_flight: set[asyncio.Future[types.CallToolResult]] = field(default_factory=set)
+
+    def cancel_in_flight(self) -> None:
+        for work in list(self.in_flight):
+            work.cancel()
 
 
 def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
@@ -48,8 +58,10 @@ class McpHandlers:
             calls=services.tool_calls,
             conversations=services.conversations,
             settings=services.settings.tool_loop,
+            sessions=services.sessions,
             tracer=tracer,
         )
+        self._running: set[asyncio.Future[types.CallToolResult]] = set()  # kept till done
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -62,14 +74,40 @@ class McpHandlers:
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         caller = caller_of(ctx)
+        # Its own task, shielded from the handler's anyio cancellation and cancelled the plain
+        # asyncio way instead: a cancellation arriving through an anyio cancel scope stops the
+        # tool server's MCP client before it can tell the server to stop.
+        work = asyncio.ensure_future(self._call_tool(ctx, caller, params))
+        self._running.add(work)
+        work.add_done_callback(self._running.discard)
+        caller.in_flight.add(work)
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            if not work.cancelled():
+                raise
+            return _error(CANCELLED)  # nobody reads it: the client has gone
+        finally:
+            caller.in_flight.discard(work)
+            work.cancel()  # a no-op once it is done; otherwise the handler itself was cancelled
+
+    async def _call_tool(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        caller: Caller,
+        params: types.CallToolRequestParams,
+    ) -> types.CallToolResult:
         try:
             await self._services.limits.admit(caller.principal)
         except RateLimited as exc:
             return _error(f"{exc.message} Retry after {exc.retry_after:g}s.")
         started = perf_counter()
-        call = await self._calls.propose(
-            caller.principal, caller.bundle, params.name, params.arguments or {}
-        )
+        arguments = params.arguments or {}
+        call = await self._calls.held(caller.principal, params.name, arguments)
+        if call is None:
+            call = await self._calls.propose(
+                caller.principal, caller.bundle, params.name, arguments
+            )
         if call.state is CallState.AWAITING_APPROVAL:
             decided = await self._wait(ctx, call)
             if decided is None:
@@ -131,8 +169,9 @@ def _error(text: str, meta: dict[str, Any] | None = None) -> types.CallToolResul
 def _still_pending(call: ToolCallView) -> types.CallToolResult:
     text = (
         f"Tool call {call.record_id} (`{call.tool_name}`) is waiting for approval in the "
-        "gateway's approval queue; it was not run. It runs once a reviewer approves it "
-        "(GET /v1/admin/approvals)."
+        "gateway's approval queue (GET /v1/admin/approvals); it has not run. Call the tool "
+        "again with the same arguments to keep waiting: the gateway resumes this call, and runs "
+        "it once a reviewer has approved it."
     )
     return _error(text, _meta(call))
 
@@ -146,4 +185,6 @@ def _result(call: ToolCallView) -> types.CallToolResult:
         )
     if call.state is CallState.DENIED_BY_POLICY:
         text = f"Denied by policy: {call.policy_reason or text}"
+    elif call.state not in SETTLED:
+        text = f"Tool call {call.record_id} is {call.state.value} for another request."
     return _error(text, _meta(call))
