@@ -16,6 +16,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
 
+from gateway.mcp_server.handlers import RESULT_META_KEY
 from tests.support.gateway import RunningGateway, running_gateway
 from tests.support.servers import serve
 
@@ -137,3 +138,23 @@ def mcp_stack(database_url: str, desk: tuple[Desk, str]) -> Iterator[McpStack]:
             analyst_key=gateway.create_key("analysts", ["analyst"]),
             admin_key=gateway.create_key("reviewer", ["admin"]),
         )
+
+
+def record_of(result: types.CallToolResult) -> dict[str, Any]:
+    assert result.meta is not None
+    record: dict[str, Any] = result.meta[RESULT_META_KEY]
+    return record
+
+
+def text_of(result: types.CallToolResult) -> str:
+    [block] = result.content
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+def call(stack: McpStack, key: str, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def run() -> types.CallToolResult:
+        async with mcp_session(stack.mcp_url, key) as session:
+            return await session.call_tool(name, arguments)
+
+    return anyio.run(run)

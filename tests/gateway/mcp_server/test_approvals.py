@@ -9,8 +9,15 @@ import anyio
 import mcp_types as types
 import pytest
 
-from tests.gateway.mcp_server.conftest import Desk, McpStack, gateway_settings, mcp_session
-from tests.gateway.mcp_server.test_calls import call, record_of, text_of
+from tests.gateway.mcp_server.conftest import (
+    Desk,
+    McpStack,
+    call,
+    gateway_settings,
+    mcp_session,
+    record_of,
+    text_of,
+)
 from tests.support.gateway import running_gateway
 
 

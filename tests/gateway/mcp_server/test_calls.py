@@ -2,39 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import anyio
 import httpx2
-import mcp_types as types
 
-from gateway.mcp_server.handlers import RESULT_META_KEY
-from tests.gateway.mcp_server.conftest import McpStack, mcp_session
-
-
-def record_of(result: types.CallToolResult) -> dict[str, Any]:
-    assert result.meta is not None
-    record: dict[str, Any] = result.meta[RESULT_META_KEY]
-    return record
-
-
-def text_of(result: types.CallToolResult) -> str:
-    [block] = result.content
-    assert isinstance(block, types.TextContent)
-    return block.text
-
-
-def call(stack: McpStack, key: str, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-    async def run() -> types.CallToolResult:
-        async with mcp_session(stack.mcp_url, key) as session:
-            return await session.call_tool(name, arguments)
-
-    return anyio.run(run)
+from tests.gateway.mcp_server.conftest import McpStack, call, record_of, text_of
 
 
 def audit_actions(stack: McpStack, tool: str, record_id: str) -> list[str]:
     headers = {"authorization": f"Bearer {stack.admin_key}"}
-    params = {"tool": tool, "limit": 200}
+    params: dict[str, str | int] = {"tool": tool, "limit": 200}
     response = httpx2.get(f"{stack.gateway.v1}/admin/audit", headers=headers, params=params)
     assert response.status_code == 200, response.text
     events = response.json()["data"]
