@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,10 +126,12 @@ def desk() -> Iterator[tuple[Desk, str]]:
         yield desk, url
 
 
-@pytest.fixture
-def mcp_stack(database_url: str, desk: tuple[Desk, str]) -> Iterator[McpStack]:
+@contextmanager
+def stack_on(database_url: str, desk: tuple[Desk, str], **settings: Any) -> Iterator[McpStack]:
+    """A gateway before ``desk`` with a user, an analyst and a reviewer key; ``settings`` are
+    more top-level gateway settings."""
     server, url = desk
-    with running_gateway(database_url, **gateway_settings(url)) as gateway:
+    with running_gateway(database_url, **{**gateway_settings(url), **settings}) as gateway:
         yield McpStack(
             gateway,
             server,
@@ -138,6 +140,12 @@ def mcp_stack(database_url: str, desk: tuple[Desk, str]) -> Iterator[McpStack]:
             analyst_key=gateway.create_key("analysts", ["analyst"]),
             admin_key=gateway.create_key("reviewer", ["admin"]),
         )
+
+
+@pytest.fixture
+def mcp_stack(database_url: str, desk: tuple[Desk, str]) -> Iterator[McpStack]:
+    with stack_on(database_url, desk) as stack:
+        yield stack
 
 
 def record_of(result: types.CallToolResult) -> dict[str, Any]:

@@ -16,9 +16,9 @@ from tests.gateway.mcp_server.conftest import (
     gateway_settings,
     mcp_session,
     record_of,
+    stack_on,
     text_of,
 )
-from tests.support.gateway import running_gateway
 
 
 async def call_while(
@@ -80,17 +80,9 @@ def test_a_rejected_call_is_a_tool_error_and_never_runs(mcp_stack: McpStack) -> 
 @pytest.fixture
 def impatient(database_url: str, desk: tuple[Desk, str]) -> Iterator[McpStack]:
     """A gateway that waits only a moment for approvals."""
-    server, url = desk
-    settings = gateway_settings(url, approval_wait_seconds=0.3)
-    with running_gateway(database_url, **settings) as gateway:
-        yield McpStack(
-            gateway,
-            server,
-            url,
-            user_key=gateway.create_key("product-team", ["user"]),
-            analyst_key=gateway.create_key("analysts", ["analyst"]),
-            admin_key=gateway.create_key("reviewer", ["admin"]),
-        )
+    wait = {**gateway_settings(desk[1])["mcp_server"], "approval_wait_seconds": 0.3}
+    with stack_on(database_url, desk, mcp_server=wait) as stack:
+        yield stack
 
 
 def test_after_the_wait_the_error_names_the_pending_approval_and_asking_again_resumes_it(

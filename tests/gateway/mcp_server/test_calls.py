@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-import httpx2
+from collections.abc import Iterator
 
-from tests.gateway.mcp_server.conftest import McpStack, call, record_of, text_of
+import httpx2
+import pytest
+
+from tests.gateway.mcp_server.conftest import (
+    Desk,
+    McpStack,
+    call,
+    record_of,
+    stack_on,
+    text_of,
+)
 
 
 def audit_actions(stack: McpStack, tool: str, record_id: str) -> list[str]:
@@ -59,3 +69,21 @@ def test_a_missing_or_wrong_key_gets_an_openai_style_401(mcp_stack: McpStack) ->
     )
     assert unknown_bundle.status_code == 400
     assert unknown_bundle.json()["error"]["param"] == "bundle"
+
+
+@pytest.fixture
+def limited(sqlite_url: str, desk: tuple[Desk, str]) -> Iterator[McpStack]:
+    """A gateway whose keys may make one request a minute."""
+    limits = {"default": {"requests_per_minute": 1}}
+    with stack_on(sqlite_url, desk, key_limits=limits) as stack:
+        yield stack
+
+
+def test_calls_count_against_the_keys_limits(limited: McpStack) -> None:
+    first = call(limited, limited.user_key, "lookup", {"word": "one"})
+    second = call(limited, limited.user_key, "lookup", {"word": "two"})
+
+    assert not first.is_error
+    assert second.is_error
+    assert "Retry after" in text_of(second)
+    assert record_of(first)["state"] == "succeeded"
