@@ -22,6 +22,7 @@ from starlette.types import Receive, Scope, Send
 from gateway.auth import authenticate
 from gateway.errors import handle_error
 from gateway.mcp_server.handlers import CALLER, Caller, McpHandlers
+from gateway.mcp_server.tasks import McpTasks
 from gateway.services import Services
 from gateway.tools_api import check_bundle
 from llm_service.errors import GatewayError
@@ -57,6 +58,7 @@ class McpEndpoint:
             on_list_tools=handlers.list_tools,
             on_call_tool=handlers.call_tool,
         )
+        McpTasks(handlers, services.settings.mcp_server).install(server)
         manager = StreamableHTTPSessionManager(
             server,
             stateless=True,

@@ -53,7 +53,7 @@ def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
 class McpHandlers:
     def __init__(self, services: Services, tracer: Tracer | None = None) -> None:
         self._services = services
-        self._calls = GovernedCalls(
+        self.calls = GovernedCalls(
             tools=services.tools,
             calls=services.tool_calls,
             conversations=services.conversations,
@@ -91,33 +91,42 @@ class McpHandlers:
             caller.in_flight.discard(work)
             work.cancel()  # a no-op once it is done; otherwise the handler itself was cancelled
 
+    async def start(
+        self, caller: Caller, params: types.CallToolRequestParams
+    ) -> ToolCallView | types.CallToolResult:
+        """Admits the call under the key's limits and proposes it, or resumes the same call the
+        key made before and still awaits (see ``GovernedCalls.held``): the call as it stands,
+        or the result refusing it."""
+        try:
+            await self._services.limits.admit(caller.principal)
+        except RateLimited as exc:
+            return _error(f"{exc.message} Retry after {exc.retry_after:g}s.")
+        arguments = params.arguments or {}
+        call = await self.calls.held(caller.principal, params.name, arguments)
+        if call is None:
+            call = await self.calls.propose(caller.principal, caller.bundle, params.name, arguments)
+        return call
+
     async def _call_tool(
         self,
         ctx: ServerRequestContext[Any, Any],
         caller: Caller,
         params: types.CallToolRequestParams,
     ) -> types.CallToolResult:
-        try:
-            await self._services.limits.admit(caller.principal)
-        except RateLimited as exc:
-            return _error(f"{exc.message} Retry after {exc.retry_after:g}s.")
         started = perf_counter()
-        arguments = params.arguments or {}
-        call = await self._calls.held(caller.principal, params.name, arguments)
-        if call is None:
-            call = await self._calls.propose(
-                caller.principal, caller.bundle, params.name, arguments
-            )
+        call = await self.start(caller, params)
+        if isinstance(call, types.CallToolResult):
+            return call
         if call.state is CallState.AWAITING_APPROVAL:
             decided = await self._wait(ctx, call)
             if decided is None:
-                self._record_usage(caller.principal, call, started)
+                self.record_usage(caller.principal, call, started)
                 return _still_pending(call)
             call = decided
         if call.state is CallState.APPROVED:
-            call = await self._calls.run_approved(call)
-        self._record_usage(caller.principal, call, started)
-        return _result(call)
+            call = await self.calls.run_approved(call)
+        self.record_usage(caller.principal, call, started)
+        return result_of(call)
 
     async def _wait(
         self, ctx: ServerRequestContext[Any, Any], call: ToolCallView
@@ -130,14 +139,14 @@ class McpHandlers:
             await ctx.session.report_progress(checks, None, message)
 
         return await wait_for_decision(
-            self._calls.get,
+            self.calls.get,
             call,
             wait_seconds=settings.approval_wait_seconds,
             poll_seconds=settings.approval_poll_seconds,
             still_waiting=still_waiting,
         )
 
-    def _record_usage(self, principal: Principal, call: ToolCallView, started: float) -> None:
+    def record_usage(self, principal: Principal, call: ToolCallView, started: float) -> None:
         failed = call.state is not CallState.SUCCEEDED
         self._services.usage.record(
             UsageEntry(
@@ -176,7 +185,7 @@ def _still_pending(call: ToolCallView) -> types.CallToolResult:
     return _error(text, _meta(call))
 
 
-def _result(call: ToolCallView) -> types.CallToolResult:
+def result_of(call: ToolCallView) -> types.CallToolResult:
     text = call.result or ""
     if call.state is CallState.SUCCEEDED:
         content = [types.TextContent(type="text", text=text)]
