@@ -100,6 +100,15 @@ class GovernedCalls:
     async def get(self, record_id: str) -> ToolCallView | None:
         return await self._calls.get(record_id)
 
+    async def owned(self, record_id: str, principal: Principal) -> ToolCallView | None:
+        """The call of this record when this key made it over MCP (a model's calls in a
+        conversation are the turn's to run, never an MCP task's)."""
+        call = await self._calls.get(record_id)
+        if call is None or call.requested_by_key_id != principal.key_id:
+            return None
+        conversation = await self._conversations.get(call.conversation_id)
+        return call if conversation.model == MCP_MODEL else None
+
     async def _last(
         self, conversation_id: str, events: AsyncIterator[TurnEvent]
     ) -> ToolCallView | None:

@@ -31,7 +31,7 @@ class Caller:
 
     ``in_flight``: the calls this HTTP request is serving. The stateless transport does not
     cancel a handler when its client goes away, so the endpoint cancels what is left here once
-    the response has ended (and with it the tool server's call)."""
+    the response has ended (and with it the gateway's request to the tool server)."""
 
     principal: Principal
     bundle: str | None

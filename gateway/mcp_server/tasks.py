@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from datetime import datetime
+from time import perf_counter
 from typing import Any
 
 import mcp_types as types
@@ -58,10 +59,12 @@ class McpTasks:
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
         caller = caller_of(ctx)
+        started = perf_counter()
         call = await self._handlers.start(caller, params)
         if isinstance(call, types.CallToolResult):  # refused before it became a call
             message = "; ".join(b.text for b in call.content if isinstance(b, types.TextContent))
             raise MCPError(code=types.INVALID_REQUEST, message=message)
+        self._handlers.record_usage(caller.principal, call, started)
         return {"task": self._wire(await self._advance(call))}
 
     async def _get(
@@ -86,8 +89,8 @@ class McpTasks:
         return result
 
     async def _owned(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> ToolCallView:
-        call = await self._handlers.calls.get(task_id)
-        if call is None or call.requested_by_key_id != caller_of(ctx).principal.key_id:
+        call = await self._handlers.calls.owned(task_id, caller_of(ctx).principal)
+        if call is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"No task `{task_id}`.")
         return call
 
