@@ -35,11 +35,18 @@ class Caller:
 
     principal: Principal
     bundle: str | None
-    in_flight: set[asyncio.Future[types.CallToolResult]] = field(default_factory=set)
+    in_flight: set[asyncio.Task[types.CallToolResult]] = field(default_factory=set)
 
     def cancel_in_flight(self) -> None:
         for work in list(self.in_flight):
-            work.cancel()
+            cancel_once(work)
+
+
+def cancel_once(work: asyncio.Task[Any]) -> None:
+    """A second cancel would break into the MCP client's shielded last write, the
+    ``notifications/cancelled`` that tells the tool server to stop: ask only once."""
+    if not work.done() and not work.cancelling():
+        work.cancel()
 
 
 def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
@@ -61,7 +68,7 @@ class McpHandlers:
             sessions=services.sessions,
             tracer=tracer,
         )
-        self._running: set[asyncio.Future[types.CallToolResult]] = set()  # kept till done
+        self._running: set[asyncio.Task[types.CallToolResult]] = set()  # kept till done
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -89,7 +96,7 @@ class McpHandlers:
             return _error(CANCELLED)  # nobody reads it: the client has gone
         finally:
             caller.in_flight.discard(work)
-            work.cancel()  # a no-op once it is done; otherwise the handler itself was cancelled
+            cancel_once(work)  # a no-op once it is done; otherwise the handler was cancelled
 
     async def start(
         self, caller: Caller, params: types.CallToolRequestParams

@@ -1,4 +1,4 @@
-"""A client that cancels or goes away ends the gateway's call (and its upstream request)."""
+"""A client that cancels or goes away ends the gateway's call, and the tool server's."""
 
 from __future__ import annotations
 
@@ -33,3 +33,4 @@ def test_a_client_that_goes_away_cancels_the_running_call(mcp_stack: McpStack) -
     eventually(lambda: bool(hang_outcome(mcp_stack)), "the gateway ended the abandoned call")
     [result] = hang_outcome(mcp_stack)
     assert "cancelled the call (or went away)" in result
+    assert desk.hang_cancelled.wait(20), "the tool server was never told to stop"
