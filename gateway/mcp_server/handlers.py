@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from opentelemetry.trace import Tracer
 
 from chat_service.tool_calls import SETTLED, CallState, ToolCallView
 from gateway.keys import Principal
 from gateway.limits.limiter import RateLimited
 from gateway.mcp_server.calls import CANCELLED, GovernedCalls
+from gateway.mcp_server.cancellation import InFlight, cancel_once
 from gateway.mcp_server.listing import mcp_tools
 from gateway.mcp_server.waiting import wait_for_decision
 from gateway.services import Services
@@ -42,13 +44,6 @@ class Caller:
             cancel_once(work)
 
 
-def cancel_once(work: asyncio.Task[Any]) -> None:
-    """A second cancel would break into the MCP client's shielded last write, the
-    ``notifications/cancelled`` that tells the tool server to stop: ask only once."""
-    if not work.done() and not work.cancelling():
-        work.cancel()
-
-
 def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller:
     request = ctx.request
     caller = None if request is None else request.scope.get("state", {}).get(CALLER)
@@ -69,6 +64,17 @@ class McpHandlers:
             tracer=tracer,
         )
         self._running: set[asyncio.Task[types.CallToolResult]] = set()  # kept till done
+        self._in_flight = InFlight()
+
+    async def cancellations(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """A middleware: a client's ``notifications/cancelled`` stops its call here."""
+        if ctx.method == "notifications/cancelled" and isinstance(ctx.params, Mapping):
+            request_id = ctx.params.get("requestId")
+            if request_id is not None:
+                self._in_flight.cancel(caller_of(ctx).principal.key_id, request_id)
+        return await call_next(ctx)
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -89,7 +95,8 @@ class McpHandlers:
         work.add_done_callback(self._running.discard)
         caller.in_flight.add(work)
         try:
-            return await asyncio.shield(work)
+            with self._in_flight.running(caller.principal.key_id, ctx.request_id, work):
+                return await asyncio.shield(work)
         except asyncio.CancelledError:
             if not work.cancelled():
                 raise
