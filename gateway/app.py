@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.routing import Route
 
 from gateway import conversations_api, embeddings_api, health, tools_api
 from gateway.admin.api import admin_router
@@ -15,6 +16,7 @@ from gateway.anthropic_api import routes as anthropic_routes
 from gateway.errors import install_error_handlers
 from gateway.hot_routes import Handler, HotRoutes, MethodAndPath, documented_routes
 from gateway.input_guard import JsonGuardMiddleware
+from gateway.mcp_server.endpoint import McpEndpoint
 from gateway.metrics import GatewayMetrics, metrics_endpoint
 from gateway.middleware import BodySizeLimitMiddleware, RequestContextMiddleware
 from gateway.openai_api import routes as openai_routes
@@ -53,7 +55,8 @@ def create_app(
         )
         app.state.services = services
         try:
-            yield
+            async with mcp.run(services):
+                yield
         finally:
             await services.stop()
             tracing.shutdown()
@@ -76,6 +79,10 @@ def create_app(
     metrics.in_flight.set_function(lambda: drain.in_flight)
     metrics.draining.set_function(lambda: float(drain.draining))
     app.add_route("/metrics", metrics_endpoint, include_in_schema=False)
+    mcp = McpEndpoint(tracing.tracer)
+    if settings.mcp_server.enabled:
+        # A Route given an ASGI app (not a function) passes the request to it untouched.
+        app.router.routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
     # Innermost of the gateway's middlewares: hot routes pass every check the others make.
     hot_routes: dict[MethodAndPath, Handler] = {
         **openai_routes.HOT_ROUTES,

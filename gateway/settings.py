@@ -25,6 +25,7 @@ from chat_service.config import ToolLoopSettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
 from gateway.admin.sso.config import OidcSettings
 from gateway.limits.config import KeyLimitsConfig
+from gateway.mcp_server.config import McpServerSettings
 from gateway.notifications.config import NotificationSettings
 from gateway.retention import RetentionJobSettings
 from gateway.settings_env import (
@@ -126,6 +127,7 @@ class Settings(BaseSettings):
     tool_pinning: PinningSettings = Field(default_factory=PinningSettings)
     tool_policies: ToolPolicySettings = Field(default_factory=ToolPolicySettings)
     notifications: NotificationSettings = Field(default_factory=NotificationSettings)
+    mcp_server: McpServerSettings = Field(default_factory=McpServerSettings)
 
     @field_validator("database_url")
     @classmethod
