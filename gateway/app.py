@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
 
@@ -30,8 +31,11 @@ def create_app(
     settings: Settings,
     environ: Mapping[str, str],
     tools: ToolCatalog | None = None,
+    *,
+    metrics_dir: Path | None = None,
 ) -> FastAPI:
-    """``environ`` supplies the provider keys named by each model's ``api_key_env``."""
+    """``environ`` supplies the provider keys named by each model's ``api_key_env``;
+    ``metrics_dir`` is the multiprocess metrics directory of ``serve --workers N``."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -62,11 +66,10 @@ def create_app(
     app.include_router(admin_router())
     app.include_router(admin_ui_router())
     # Owned by this app (not prometheus_client's global registry), so apps never collide.
-    app.state.metrics = metrics = GatewayMetrics()
+    app.state.metrics = metrics = GatewayMetrics(metrics_dir)
     tracing = Tracing(settings.tracing)
     app.state.drain = drain = Drain(settings.shutdown_drain_seconds)
-    metrics.in_flight.set_function(lambda: drain.in_flight)
-    metrics.draining.set_function(lambda: float(drain.draining))
+    metrics.track(drain)
     app.add_route("/metrics", metrics_endpoint, include_in_schema=False)
     # Innermost of the gateway's middlewares: hot routes pass every check the others make.
     hot_routes: dict[MethodAndPath, Handler] = {
