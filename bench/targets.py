@@ -104,9 +104,10 @@ def gateway(workdir: Path, port: int, upstream: str) -> Iterator[tuple[int, str]
 
 @contextmanager
 def serve_gateway(
-    workdir: Path, port: int, config_path: Path, extra_env: dict[str, str]
+    workdir: Path, port: int, config_path: Path, extra_env: dict[str, str], workers: int = 1
 ) -> Iterator[tuple[int, str]]:
-    """Migrates, makes a `user` key and serves ``config_path``; yields the pid and the key."""
+    """Migrates, makes a `user` key and serves ``config_path`` with ``workers`` processes;
+    yields the (supervisor's) pid and the key."""
     config = str(config_path)
     env = {**os.environ, **extra_env}
     cli = _gateway_bin()
@@ -120,8 +121,9 @@ def serve_gateway(
     )
     key = created.stdout.strip().splitlines()[-1]
     command = [cli, "serve", "--config", config, "--host", "127.0.0.1", "--port", str(port)]
+    command += ["--workers", str(workers)]
     health = f"http://127.0.0.1:{port}/healthz"
-    with running(command, workdir / "gateway.log", health, env) as process:
+    with running(command, workdir / f"gateway-{port}.log", health, env) as process:
         yield process.pid, key
 
 
