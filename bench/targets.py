@@ -95,10 +95,11 @@ def _gateway_bin() -> str:
 
 
 @contextmanager
-def gateway(workdir: Path, port: int, upstream: str) -> Iterator[tuple[int, str]]:
+def gateway(workdir: Path, port: int, upstream: str, workers: int = 1) -> Iterator[tuple[int, str]]:
     """Our gateway as in production: auth, usage recording and one JSON log line a request."""
     config = _gateway_config(workdir, upstream)
-    with serve_gateway(workdir, port, config, {"BENCH_UPSTREAM_KEY": "sk-upstream"}) as started:
+    env = {"BENCH_UPSTREAM_KEY": "sk-upstream"}
+    with serve_gateway(workdir, port, config, env, workers) as started:
         yield started
 
 
