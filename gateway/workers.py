@@ -14,6 +14,7 @@ loop runs keeps start cheap and shares the imported code's pages between workers
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import math
 import os
 import signal
@@ -60,6 +61,18 @@ def cgroup_cpu_quota(root: Path = CGROUP_ROOT) -> float | None:
     return None
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _drain_when_orphaned(supervisor: int) -> bool:
+    """Ask Linux to SIGTERM this worker if the supervisor dies (SIGKILL, OOM): it then drains and
+    exits rather than serve on, unsupervised. False when the supervisor is already gone."""
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    return os.getppid() == supervisor
+
+
 class Supervisor:
     """Forks ``count`` workers running ``run_worker(sock)``; returns when all have exited."""
 
@@ -77,6 +90,7 @@ class Supervisor:
         self._workers: dict[int, int] = {}  # pid -> worker number
         self._stopping = False
         self._status = 0
+        self._supervisor = os.getpid()
 
     def run(self) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -119,6 +133,8 @@ class Supervisor:
     def _child(self, number: int) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, signal.SIG_DFL)  # uvicorn installs its own when it runs
+        if not _drain_when_orphaned(self._supervisor):
+            return 0
         try:
             self._run_worker(self._sock)
         except SystemExit as exc:

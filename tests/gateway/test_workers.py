@@ -88,10 +88,18 @@ class Log:
         self._gateway = gateway
         self.events: list[dict[str, object]] = []
 
-    def until(self, *, count: int, events: set[str]) -> list[dict[str, object]]:
-        """Read until ``count`` lines of the named events were seen; returns those lines."""
+    def until(
+        self, *, count: int, events: set[str], prefix: bool = False
+    ) -> list[dict[str, object]]:
+        """Read until ``count`` lines of the named events (or events starting with one of the
+        names) were seen; returns those lines."""
+
+        def wanted(line: dict[str, object]) -> bool:
+            event = str(line.get("event"))
+            return any(event.startswith(name) for name in events) if prefix else event in events
+
         while True:
-            found = [line for line in self.events if line.get("event") in events]
+            found = [line for line in self.events if wanted(line)]
             if len(found) >= count:
                 return found
             line = self._gateway.lines.get(timeout=TIMEOUT)
@@ -199,3 +207,19 @@ def test_two_workers_share_the_port_metrics_jobs_and_the_drain(tmp_path: Path) -
         assert [line for line in lines if line.startswith("data: ")][-1] == "data: [DONE]"
         assert gateway.process.wait(TIMEOUT) == 0
         assert len(log.until(count=2, events={"worker_stopped"})) == 2
+
+
+def test_workers_drain_and_exit_when_the_supervisor_is_killed(tmp_path: Path) -> None:
+    database_url = f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}"
+    upgrade(database_url)
+    config = tmp_path / "gateway.yaml"
+    settings = {"database_url": database_url, "models": [{"name": "mock", "provider": "mock"}]}
+    config.write_text(yaml.safe_dump(settings))
+    environ = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
+    with gateway_process(config, environ, workers=2) as gateway:
+        log = Log(gateway)
+        log.until(count=2, events={"worker_ready"})
+        gateway.process.kill()  # SIGKILL: the supervisor cannot forward anything
+        # Linux's parent-death signal reaches each worker: it drains and ends, not serves on.
+        assert len(log.until(count=2, events={"shutdown_draining"})) == 2
+        assert len(log.until(count=2, events={"Finished server process"}, prefix=True)) == 2
