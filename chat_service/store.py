@@ -74,19 +74,6 @@ class ConversationInfo:
         }
 
 
-def _info(row: Conversation) -> ConversationInfo:
-    return ConversationInfo(
-        id=row.id,
-        api_key_id=row.api_key_id,
-        model=row.model,
-        bundle=row.bundle,
-        roles=frozenset(row.roles or ()),
-        status=ConversationStatus(row.status),
-        turn_started_at=row.turn_started_at,
-        created_at=row.created_at,
-    )
-
-
 _PAUSED = TurnStatus.AWAITING_APPROVAL
 # The tables themselves: plain INSERT/UPDATE statements, no ORM unit of work on the turn's path.
 _CONVERSATIONS = cast(Table, Conversation.__table__)
@@ -161,27 +148,43 @@ class ConversationStore:
         system_prompt: str | None = None,
         bundle: str | None = None,
     ) -> ConversationInfo:
-        row = Conversation(
+        now = utcnow()
+        info = ConversationInfo(
             id=str(uuid.uuid4()),
             api_key_id=api_key_id,
             model=model,
             bundle=bundle,
-            roles=sorted(roles),
-            status=ConversationStatus.IDLE.value,
+            roles=frozenset(roles),
+            status=ConversationStatus.IDLE,
+            turn_started_at=None,
+            created_at=now,
         )
         async with self._sessions.begin() as session:
-            session.add(row)
-            await session.flush()
+            await session.execute(
+                insert(_CONVERSATIONS).values(
+                    id=info.id,
+                    api_key_id=api_key_id,
+                    model=model,
+                    bundle=bundle,
+                    roles=sorted(info.roles),
+                    status=info.status.value,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
             if system_prompt:
-                session.add(message_row(row.id, SystemMessage(system_prompt)))
-        return _info(row)
+                await self._insert_message(session, info.id, SystemMessage(system_prompt), now)
+        return info
 
     async def get(self, conversation_id: str) -> ConversationInfo:
         async with self._sessions() as session:
-            row = await session.get(Conversation, conversation_id)
+            found = await session.execute(
+                select(*_INFO_COLUMNS).where(Conversation.id == conversation_id)
+            )
+            row = found.one_or_none()
         if row is None:
             raise ConversationNotFound(f"No conversation `{conversation_id}`.")
-        return _info(row)
+        return _info_of(row)
 
     async def move(
         self,
@@ -239,6 +242,15 @@ class ConversationStore:
     async def _append_completed(
         self, session: AsyncSession, conversation_id: str, message: Message, now: datetime
     ) -> MessageCompleted:
+        stored = await self._insert_message(session, conversation_id, message, now)
+        completed = MessageCompleted(stored)
+        await self._insert_event(session, conversation_id, completed)
+        return completed
+
+    @staticmethod
+    async def _insert_message(
+        session: AsyncSession, conversation_id: str, message: Message, now: datetime
+    ) -> StoredMessage:
         inserted = await session.execute(
             insert(_MESSAGES)
             .values(
@@ -250,9 +262,7 @@ class ConversationStore:
             )
             .returning(_MESSAGES.c.id)
         )
-        completed = MessageCompleted(StoredMessage(inserted.scalar_one(), message, now))
-        await self._insert_event(session, conversation_id, completed)
-        return completed
+        return StoredMessage(inserted.scalar_one(), message, now)
 
     async def finish_turn(
         self,
