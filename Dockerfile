@@ -43,5 +43,7 @@ USER 10001:10001
 EXPOSE 8000
 # `llm-gateway serve` is the default; migrations are a separate command (`... llm-gateway migrate`,
 # the Helm chart's pre-install/pre-upgrade Job). Inside a container it must listen on 0.0.0.0.
+# It runs one worker process per CPU the container may use (`docker run --cpus`); append
+# `--workers N` to choose (docs/deployment.md, Workers).
 ENTRYPOINT ["llm-gateway"]
 CMD ["serve", "--config", "/etc/llm-gateway/gateway.yaml", "--host", "0.0.0.0", "--port", "8000"]

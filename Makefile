@@ -82,6 +82,7 @@ bench-tools:
 
 bench: install bench-tools
 	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.catalog
 	$(MAKE) bench-usage
 
 # The usage API over 10 million usage records on PostgreSQL (127.0.0.1:5432; writes

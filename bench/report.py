@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.conversation import ConversationRow
+from bench.conversation import table as conversation_table
 from bench.load import WrkResult
 
 
@@ -72,6 +74,7 @@ class Results:
     extras: dict[str, TargetExtras] = field(default_factory=dict)
     mcp: list[MCPRow] = field(default_factory=list)
     mcp_turns: list[TurnRow] = field(default_factory=list)
+    conversation: list[ConversationRow] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
     settings: str = ""
 
@@ -235,6 +238,22 @@ def _mcp_section(results: Results) -> list[str]:
     ]
 
 
+def _conversation_section(results: Results) -> list[str]:
+    if not results.conversation:
+        return []
+    return [
+        "## Conversation turns",
+        "",
+        "`POST /v1/conversations/{id}/messages` with the `mock` model (`bench/conversation.py`), "
+        "one at a time, on a conversation with one earlier turn and on one with hundreds. CPU "
+        "is the gateway process's per request (not the database server's): on a shared machine "
+        "it moves far less than the latencies.",
+        "",
+        *conversation_table(results.conversation),
+        "",
+    ]
+
+
 def render(results: Results) -> str:
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     versions = ", ".join(f"{k} {v}" for k, v in results.versions.items())
@@ -266,6 +285,7 @@ def render(results: Results) -> str:
             "",
             *_extras_table(results),
             "",
+            *_conversation_section(results),
             *_mcp_section(results),
         ]
     )
@@ -307,6 +327,12 @@ def goals(results: Results) -> list[str]:
     if gw and up and gw.first_byte_p50_ms is not None and up.first_byte_p50_ms is not None:
         added = gw.first_byte_p50_ms - up.first_byte_p50_ms
         checks.append(("added first byte p50", added, 1.0, "ms"))
+    for mode in ("whole", "stream"):
+        single, several = results.row("gateway", mode, 64), results.row("gateway-workers", mode, 64)
+        if single and several and single.result.rps:
+            ratio = several.result.rps / single.result.rps
+            checks.append((f"workers vs one process at 64, {mode}: req/s", ratio, 1.8, "x"))
+    checks += _conversation_goals(results.conversation)
     if gw:
         checks.append(("RSS with 1,000 streams open", gw.streams_rss_mb, 300.0, "MB"))
         checks.append(("idle RSS", gw.idle_rss_mb, 150.0, "MB"))
@@ -318,6 +344,22 @@ def goals(results: Results) -> list[str]:
         bound = f"{'>=' if at_least else '<'} {limit:g} {unit}"
         lines.append(f"| {name} | {bound} | {shown} | {'yes' if met else 'no'} |")
     return lines
+
+
+_TURN_GOALS_MS = {"sqlite": 2.0, "postgresql": 3.0}
+
+
+def _conversation_goals(rows: list[ConversationRow]) -> list[tuple[str, float | None, float, str]]:
+    checks: list[tuple[str, float | None, float, str]] = []
+    for database, limit in _TURN_GOALS_MS.items():
+        short = next((r for r in rows if (r.database, r.kind) == (database, "short")), None)
+        long = next((r for r in rows if (r.database, r.kind) == (database, "long")), None)
+        if short is None or long is None:
+            continue
+        checks.append((f"conversation turn p50, {database}", short.p50_ms, limit, "ms"))
+        growth = (long.p50_ms / short.p50_ms - 1) * 100 if short.p50_ms else None
+        checks.append((f"turn at {long.history} turns vs 1, {database}", growth, 10.0, "%"))
+    return checks
 
 
 METHOD = """## Method

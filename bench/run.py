@@ -21,10 +21,12 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
-from bench import load, mcp, procstat, targets
+from bench import conversation, load, mcp, procstat, targets
 from bench.report import Results, Row, TargetExtras, document, git_revision
+from gateway.workers import available_cpus
 
-TARGETS = ("upstream", "gateway", "litellm")
+# gateway-workers: `serve --workers N`, N the CPUs this machine lets it use.
+TARGETS = ("upstream", "gateway", "gateway-workers", "litellm")
 MODES = ("whole", "stream")
 STREAM_MODELS = {"whole": "bench", "stream": "bench-stream"}
 UPSTREAM_PATHS = {"whole": "whole", "stream": "stream"}
@@ -39,13 +41,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds before each run")
     parser.add_argument("--first-byte-requests", type=int, default=500)
     parser.add_argument("--streams", type=int, default=1000, help="streams held open at once")
-    parser.add_argument("--port", type=int, default=18080, help="first of five ports")
+    parser.add_argument("--port", type=int, default=18080, help="first of seven ports")
     parser.add_argument(
         "--mcp",
         action=argparse.BooleanOptionalAction,
         default=True,
         help="also measure the MCP tool round trip (bench/mcp.py)",
     )
+    parser.add_argument(
+        "--conversation",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time conversation turns by history length (bench/conversation.py)",
+    )
+    parser.add_argument("--conversation-turns", type=int, default=conversation.Settings.turns)
     parser.add_argument("--mcp-calls", type=int, default=mcp.Settings.calls)
     parser.add_argument("--mcp-turns", type=int, default=mcp.Settings.turns, help="0: none")
     parser.add_argument("--output", type=Path, default=targets.ROOT / "docs" / "benchmarks.md")
@@ -56,6 +65,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if max(args.concurrency) > 2000 or args.duration > 60 or args.streams > 5000:
         parser.error("keep runs bounded: concurrency <= 2000, duration <= 60 s, streams <= 5000")
+    if args.conversation_turns > 5000:
+        parser.error("keep runs bounded: --conversation-turns <= 5000")
     if args.mcp_calls > 100_000 or args.mcp_turns > 10_000:
         parser.error("keep runs bounded: --mcp-calls <= 100000, --mcp-turns <= 10000")
     return args
@@ -165,7 +176,7 @@ def run(args: argparse.Namespace) -> Results:
     _need("nginx", "nginx-light")
     _need("wrk", "wrk")
     venv = targets.litellm_venv(args.litellm_venv) if "litellm" in args.targets else None
-    ports = args.port, args.port + 1, args.port + 2
+    ports = args.port, args.port + 1, args.port + 5, args.port + 2
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         workdir = Path(tmp)
         upstream = f"http://127.0.0.1:{ports[0]}"
@@ -178,7 +189,10 @@ def run(args: argparse.Namespace) -> Results:
             )
             starters: dict[str, Callable[[], AbstractContextManager[tuple[int, str]]]] = {
                 "gateway": lambda: targets.gateway(workdir, ports[1], upstream),
-                "litellm": lambda: _litellm(workdir, ports[2], upstream, venv),
+                "gateway-workers": lambda: targets.gateway(
+                    workdir, ports[2], upstream, available_cpus()
+                ),
+                "litellm": lambda: _litellm(workdir, ports[3], upstream, venv),
             }
             for name in args.targets:
                 if name == "upstream":
@@ -186,6 +200,13 @@ def run(args: argparse.Namespace) -> Results:
                     continue
                 with starters[name]() as (pid, key):
                     bench.measure(name, ports[TARGETS.index(name)], key, pid)
+    if args.conversation:
+        turns = conversation.Settings(turns=args.conversation_turns, port=args.port + 6)
+        bench.results.conversation = conversation.measure(turns)
+        bench.results.settings += (
+            f"; conversations: {turns.turns} timed turns of each kind, "
+            f"{turns.history}-turn history for the long ones"
+        )
     if args.mcp:
         settings = mcp.Settings(calls=args.mcp_calls, turns=args.mcp_turns, port=args.port + 3)
         bench.results.mcp, bench.results.mcp_turns = mcp.measure(settings)

@@ -95,18 +95,20 @@ def _gateway_bin() -> str:
 
 
 @contextmanager
-def gateway(workdir: Path, port: int, upstream: str) -> Iterator[tuple[int, str]]:
+def gateway(workdir: Path, port: int, upstream: str, workers: int = 1) -> Iterator[tuple[int, str]]:
     """Our gateway as in production: auth, usage recording and one JSON log line a request."""
     config = _gateway_config(workdir, upstream)
-    with serve_gateway(workdir, port, config, {"BENCH_UPSTREAM_KEY": "sk-upstream"}) as started:
+    env = {"BENCH_UPSTREAM_KEY": "sk-upstream"}
+    with serve_gateway(workdir, port, config, env, workers) as started:
         yield started
 
 
 @contextmanager
 def serve_gateway(
-    workdir: Path, port: int, config_path: Path, extra_env: dict[str, str]
+    workdir: Path, port: int, config_path: Path, extra_env: dict[str, str], workers: int = 1
 ) -> Iterator[tuple[int, str]]:
-    """Migrates, makes a `user` key and serves ``config_path``; yields the pid and the key."""
+    """Migrates, makes a `user` key and serves ``config_path`` with ``workers`` processes;
+    yields the (supervisor's) pid and the key."""
     config = str(config_path)
     env = {**os.environ, **extra_env}
     cli = _gateway_bin()
@@ -120,8 +122,9 @@ def serve_gateway(
     )
     key = created.stdout.strip().splitlines()[-1]
     command = [cli, "serve", "--config", config, "--host", "127.0.0.1", "--port", str(port)]
+    command += ["--workers", str(workers)]
     health = f"http://127.0.0.1:{port}/healthz"
-    with running(command, workdir / "gateway.log", health, env) as process:
+    with running(command, workdir / f"gateway-{port}.log", health, env) as process:
         yield process.pid, key
 
 

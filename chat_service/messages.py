@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from pydantic import (
     BeforeValidator,
@@ -83,12 +83,21 @@ def message_row(conversation_id: str, message: Message) -> ConversationMessage:
     )
 
 
+class _LegacyColumns(Protocol):
+    role: str
+    content: str | None
+    tool_calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    name: str | None
+    is_error: bool
+
+
 def stored_message(row: ConversationMessage) -> StoredMessage:
-    message = _legacy(row) if row.message is None else MESSAGES.validate_python(row.message)
+    message = legacy_message(row) if row.message is None else MESSAGES.validate_python(row.message)
     return StoredMessage(row.id, message, row.created_at)
 
 
-def _legacy(row: ConversationMessage) -> Message:
+def legacy_message(row: _LegacyColumns) -> Message:
     """A row from before the ``message`` column: only what the older columns held."""
     if row.role == "system":
         return SystemMessage(row.content or "")

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 
 from chat_service.config import ToolLoopSettings
 from chat_service.errors import ConversationBusy
 from chat_service.events import (
-    MessageCompleted,
     MessageDelta,
     TurnError,
     TurnEvent,
@@ -73,11 +72,12 @@ class TurnRunner:
         self, conversation_id: str, roles: Iterable[str], message: UserMessage
     ) -> AsyncIterator[TurnEvent]:
         """Begin a turn with the caller's message. One turn at a time per conversation."""
-        if not await self._store.move(conversation_id, _IDLE, _RUNNING, roles=roles):
+        begun = await self._store.begin_turn(conversation_id, roles, message)
+        if begun is None:
             raise ConversationBusy("A turn is already in progress in this conversation.")
-        stored = await self._store.append(conversation_id, message)
-        yield await self._durable(conversation_id, MessageCompleted(stored))
-        async for event in self._loop(await self._store.get(conversation_id)):
+        conversation, completed = begun
+        yield completed  # stored with the move
+        async for event in self._loop(conversation):
             yield event
 
     async def resume(self, conversation_id: str) -> AsyncIterator[TurnEvent]:
@@ -130,10 +130,10 @@ class TurnRunner:
             yield event
 
     async def _finish(self, cid: str, status: TurnStatus) -> AsyncIterator[TurnEvent]:
-        # The event is stored before the turn is released: a follower that sees the
-        # conversation idle must already find how its turn ended.
-        finished = await self._durable(cid, TurnFinished(status))
-        await self._store.move(cid, _RUNNING, _IDLE)
+        # Stored with the release: a follower that sees the conversation idle must already
+        # find how its turn ended.
+        finished = TurnFinished(status)
+        await self._store.finish_turn(cid, finished, _RUNNING, _IDLE)
         yield finished
 
     async def _rounds(self, conversation: ConversationInfo) -> AsyncIterator[TurnEvent]:
@@ -149,7 +149,7 @@ class TurnRunner:
         self, conversation: ConversationInfo, outcome: _RoundOutcome
     ) -> AsyncIterator[TurnEvent]:
         cid = conversation.id
-        history = [m.message for m in await self._store.messages(cid)]
+        history = await self._store.history(cid)
         round_number = _rounds_so_far(history)
         if round_number >= self._settings.max_tool_rounds:
             limit = self._settings.max_tool_rounds
@@ -188,7 +188,7 @@ class TurnRunner:
             yield event
 
     async def _model_call(
-        self, conversation: ConversationInfo, history: list[Message]
+        self, conversation: ConversationInfo, history: Sequence[Message]
     ) -> AsyncIterator[TurnEvent | AssistantMessage]:
         tools = self._tools.visible_tools(conversation.roles, conversation.bundle)
         request = ChatRequest(
@@ -204,8 +204,7 @@ class TurnRunner:
             elif isinstance(event, StreamDone):
                 if self._observe is not None:
                     await self._observe(conversation, event.response, perf_counter() - started)
-                stored = await self._store.append(conversation.id, event.response.message)
-                yield await self._durable(conversation.id, MessageCompleted(stored))
+                yield await self._store.append_completed(conversation.id, event.response.message)
                 yield event.response.message
 
     async def _durable(self, conversation_id: str, event: TurnEvent) -> TurnEvent:
@@ -222,7 +221,7 @@ async def _chained(
         yield event
 
 
-def _calls_so_far(history: list[Message]) -> int:
+def _calls_so_far(history: Sequence[Message]) -> int:
     calls = 0
     for message in reversed(history):
         if isinstance(message, UserMessage):
@@ -232,7 +231,7 @@ def _calls_so_far(history: list[Message]) -> int:
     return calls
 
 
-def _rounds_so_far(history: list[Message]) -> int:
+def _rounds_so_far(history: Sequence[Message]) -> int:
     """Tool rounds since the last user message: the turn's position, derived from history."""
     rounds = 0
     for message in reversed(history):

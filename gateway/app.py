@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
 from starlette.routing import Route
 
 from gateway import conversations_api, embeddings_api, health, tools_api
 from gateway.admin.api import admin_router
-from gateway.admin.sso.client import oidc_client
+from gateway.admin.sso.client import OidcClient, oidc_client
 from gateway.admin.ui.routes import admin_ui_router
 from gateway.anthropic_api import routes as anthropic_routes
 from gateway.errors import install_error_handlers
@@ -29,18 +30,27 @@ from gateway.tracing import Tracing
 from mcp_client.types import ToolCatalog
 
 
+def check_environment(settings: Settings, environ: Mapping[str, str]) -> OidcClient | None:
+    """What the settings need from the environment beyond provider keys (those make a model
+    unavailable, not the gateway): ``ConfigError`` naming a missing secret."""
+    try:
+        return oidc_client(settings.admin_ui.oidc, environ)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def create_app(
     settings: Settings,
     environ: Mapping[str, str],
     tools: ToolCatalog | None = None,
+    *,
+    metrics_dir: Path | None = None,
 ) -> FastAPI:
-    """``environ`` supplies the provider keys named by each model's ``api_key_env``.
+    """``environ`` supplies the provider keys named by each model's ``api_key_env``;
+    ``metrics_dir`` is the multiprocess metrics directory of ``serve --workers N``.
 
     ``ConfigError`` for a secret the settings name but ``environ`` lacks."""
-    try:
-        oidc = oidc_client(settings.admin_ui.oidc, environ)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    oidc = check_environment(settings, environ)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -73,11 +83,10 @@ def create_app(
     app.include_router(admin_router())
     app.include_router(admin_ui_router())
     # Owned by this app (not prometheus_client's global registry), so apps never collide.
-    app.state.metrics = metrics = GatewayMetrics()
+    app.state.metrics = metrics = GatewayMetrics(metrics_dir)
     tracing = Tracing(settings.tracing)
     app.state.drain = drain = Drain(settings.shutdown_drain_seconds)
-    metrics.in_flight.set_function(lambda: drain.in_flight)
-    metrics.draining.set_function(lambda: float(drain.draining))
+    metrics.track(drain)
     app.add_route("/metrics", metrics_endpoint, include_in_schema=False)
     mcp = McpEndpoint(tracing.tracer)
     if settings.mcp_server.enabled:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,6 +32,13 @@ def _parser() -> argparse.ArgumentParser:
     serve = with_config(commands.add_parser("serve", help="run the gateway"))
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--workers",
+        type=_positive,
+        default=None,
+        help="worker processes on the one port (default: the CPUs the container may use; "
+        "1: a single process)",
+    )
 
     migrate = with_config(commands.add_parser("migrate", help="upgrade the database schema"))
     migrate.add_argument("--revision", default="head")
@@ -55,6 +64,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     conformance.add_argument("url", help="the scenario server's URL (the suite passes it last)")
     return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _settings(path: Path | None, command: str) -> Settings:
@@ -89,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(settings: Settings, args: argparse.Namespace) -> int:
     if args.command == "serve":
-        return _serve(settings, args.host, args.port)
+        return _serve(settings, args.host, args.port, args.workers)
     if args.command in ("migrate", "downgrade"):
         return _migrate(settings, args)
     try:
@@ -114,19 +130,70 @@ def _migrate(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(settings: Settings, host: str, port: int) -> int:
-    from gateway.app import create_app
+def _serve(settings: Settings, host: str, port: int, workers: int | None) -> int:
+    from gateway.app import check_environment
     from gateway.logging import configure_logging
-    from gateway.server import serve
+    from gateway.workers import available_cpus
 
     configure_logging(settings.log_level)
     try:
-        app = create_app(settings, os.environ)
+        check_environment(settings, os.environ)  # before any worker starts
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
-    serve(app, app.state.drain, host, port)
-    return 0
+    workers = workers or available_cpus()
+    if workers == 1:
+        from gateway.app import create_app
+        from gateway.server import serve
+
+        app = create_app(settings, os.environ)
+        serve(app, app.state.drain, host, port)
+        return 0
+    metrics_dir, temporary = _multiprocess_metrics_dir()
+    from gateway.app import create_app
+    from gateway.server import serve_workers
+
+    if not settings.redis_url:
+        print(
+            f"{workers} workers without redis_url: each worker keeps its own rate-limit "
+            "counters (as replicas would); set redis_url for exact limits",
+            file=sys.stderr,
+        )
+    try:
+        return serve_workers(
+            lambda: create_app(settings, os.environ, metrics_dir=metrics_dir),
+            host,
+            port,
+            workers,
+            metrics_dir,
+        )
+    finally:
+        if temporary:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+_METRICS_DIR = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def _multiprocess_metrics_dir() -> tuple[Path, bool]:
+    """prometheus_client's multiprocess directory: the operator's (``PROMETHEUS_MULTIPROC_DIR``,
+    e.g. an emptyDir) or a fresh temporary one; emptied, as files left by an earlier run would
+    add their counts to this one's."""
+    configured = os.environ.get(_METRICS_DIR)
+    temporary = not configured
+    if configured:
+        path = Path(configured)
+        path.mkdir(parents=True, exist_ok=True)
+        for stale in path.glob("*.db"):
+            stale.unlink()
+    else:
+        path = Path(tempfile.mkdtemp(prefix="llm-gateway-metrics-"))
+        os.environ[_METRICS_DIR] = str(path)
+    # prometheus_client picks its value class at import; this import may have come first.
+    from prometheus_client import values
+
+    values.ValueClass = values.MultiProcessValue()  # type: ignore[no-untyped-call]
+    return path, temporary
 
 
 async def _keys(settings: Settings, args: argparse.Namespace) -> int:

@@ -1,6 +1,13 @@
-"""Prometheus metrics in a registry the app owns, so two apps (or two tests) never collide."""
+"""Prometheus metrics in a registry the app owns, so two apps (or two tests) never collide.
+
+Under ``serve --workers N`` every worker writes its values to files in a directory the CLI
+prepares (prometheus_client's multiprocess mode) and ``/metrics``, on whichever worker answers,
+adds up all workers' files: counts are the whole server's.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -10,11 +17,13 @@ from prometheus_client import (
     Histogram,
     disable_created_metrics,
     generate_latest,
+    multiprocess,
 )
 from starlette.requests import Request
 from starlette.responses import Response
 
 from chat_service.tool_calls import CallState
+from gateway.shutdown import Drain
 
 # From 1 ms (the gateway's own answers: 401s, /v1/models, the mock; it adds well under one to a
 # model call) to minutes (long generations).
@@ -28,7 +37,8 @@ _DECISION_BUCKETS = (1, 5, 15, 30, 60, 300, 900, 3600, 14400, 86400)
 class GatewayMetrics:
     """Every metric the gateway exports. Label values are bounded: routes are templates."""
 
-    def __init__(self) -> None:
+    def __init__(self, multiprocess_dir: Path | None = None) -> None:
+        self._multiprocess_dir = multiprocess_dir
         # A `_created` twin of every counter and histogram doubles the output and no dashboard
         # reads it. prometheus_client keeps this switch process-wide; setting it is idempotent.
         disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -70,11 +80,13 @@ class GatewayMetrics:
         self.in_flight = Gauge(
             "llm_gateway_requests_in_flight",
             "Requests being served (streams until their last event).",
+            multiprocess_mode="livesum",
             registry=self.registry,
         )
         self.draining = Gauge(
             "llm_gateway_draining",
             "1 while the process drains after SIGTERM.",
+            multiprocess_mode="livemax",
             registry=self.registry,
         )
         # Hooks for the tool loop: defined here so dashboards and alerts exist before it does.
@@ -87,6 +99,7 @@ class GatewayMetrics:
         self.approvals_pending = Gauge(
             "llm_gateway_approvals_pending",
             "Tool calls waiting for a human decision.",
+            multiprocess_mode="livemostrecent",
             registry=self.registry,
         )
         self.approval_decision = Histogram(
@@ -105,14 +118,31 @@ class GatewayMetrics:
         self.webhooks_pending = Gauge(
             "llm_gateway_webhooks_pending",
             "Webhook deliveries not yet delivered or given up (the outbox).",
+            multiprocess_mode="livemostrecent",
             registry=self.registry,
         )
         self.mcp_server_up = Gauge(
             "llm_gateway_mcp_server_up",
             "1 when the MCP server is connected and its tools are listed, else 0.",
             ("server",),
+            multiprocess_mode="livemostrecent",
             registry=self.registry,
         )
+
+    def track(self, drain: Drain) -> None:
+        """In-flight requests and the draining flag, read from the drain."""
+        if self._multiprocess_dir is None:
+            self.in_flight.set_function(lambda: drain.in_flight)
+            self.draining.set_function(lambda: float(drain.draining))
+            return
+
+        # A function gauge is read at scrape time in its own process only: each worker writes
+        # its values as they change instead, for the scrape to add up.
+        def changed(drain: Drain) -> None:
+            self.in_flight.set(drain.in_flight)
+            self.draining.set(float(drain.draining))
+
+        drain.on_change = changed
 
     def observe_request(
         self,
@@ -153,7 +183,11 @@ class GatewayMetrics:
         self.mcp_server_up.labels(server).set(1 if up else 0)
 
     def exposition(self) -> bytes:
-        return generate_latest(self.registry)
+        if self._multiprocess_dir is None:
+            return generate_latest(self.registry)
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry, str(self._multiprocess_dir))  # type: ignore[no-untyped-call]
+        return generate_latest(registry)
 
 
 async def metrics_endpoint(request: Request) -> Response:

@@ -79,6 +79,7 @@ class RetentionJob:
     async def run_once(self) -> RetentionResult | None:
         """Deletes what is past retention; None when another replica holds the lease."""
         if not await self._take_lease():
+            log.info("retention_skipped", reason="another replica or worker holds the lease")
             return None
         usage = await self._delete_older(UsageRecord, self._usage_days)
         audit = await self._delete_older(AuditEvent, self._audit_days)

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import signal
 import socket
+from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 
+import structlog
 import uvicorn
 from fastapi import FastAPI
 
 from gateway.shutdown import Drain
+from gateway.workers import Supervisor
+
+log = structlog.get_logger("gateway.server")
 
 
 class DrainingServer(uvicorn.Server):
@@ -30,6 +37,8 @@ class DrainingServer(uvicorn.Server):
         # out of the collector's sight, a full collection no longer walks the whole heap, which
         # showed as the slowest requests' stall.
         gc.freeze()
+        if sockets is not None and not self.should_exit:
+            log.info("worker_ready", pid=os.getpid())
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if sig != signal.SIGTERM or self._loop is None or self.drain.draining:
@@ -47,9 +56,9 @@ class DrainingServer(uvicorn.Server):
         self.should_exit = True
 
 
-def serve(app: FastAPI, drain: Drain, host: str, port: int) -> None:
-    config = uvicorn.Config(
-        app,
+def _config(app: FastAPI | None, host: str, port: int) -> uvicorn.Config:
+    return uvicorn.Config(
+        app or FastAPI(),
         host=host,
         port=port,
         loop="uvloop",
@@ -59,4 +68,31 @@ def serve(app: FastAPI, drain: Drain, host: str, port: int) -> None:
         # A backstop only: the drain has already ended every request by the time uvicorn stops.
         timeout_graceful_shutdown=10,
     )
-    DrainingServer(config, drain).run()
+
+
+def serve(app: FastAPI, drain: Drain, host: str, port: int) -> None:
+    DrainingServer(_config(app, host, port), drain).run()
+
+
+def serve_workers(
+    build_app: Callable[[], FastAPI], host: str, port: int, workers: int, metrics_dir: Path
+) -> int:
+    """One listening socket, ``workers`` processes accepting on it, each building its own app
+    after the fork (no event loop, pool or connection crosses a fork)."""
+    from prometheus_client import multiprocess
+
+    sock = _config(None, host, port).bind_socket()
+
+    def run_worker(listening: socket.socket) -> None:
+        app = build_app()
+        server = DrainingServer(_config(app, host, port), app.state.drain)
+        server.run(sockets=[listening])
+
+    def worker_exited(pid: int) -> None:
+        # Its live gauges (in-flight requests, draining) stop counting; its counters stay.
+        multiprocess.mark_process_dead(pid, str(metrics_dir))  # type: ignore[no-untyped-call]
+
+    try:
+        return Supervisor(run_worker, sock, workers, worker_exited).run()
+    finally:
+        sock.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
 import orjson
 import structlog
@@ -39,6 +40,8 @@ class Drain:
         self._running: set[asyncio.Task[object]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
+        # Told of every change of in_flight or draining (multiprocess metrics; None otherwise).
+        self.on_change: Callable[[Drain], None] | None = None
 
     @property
     def in_flight(self) -> int:
@@ -47,15 +50,21 @@ class Drain:
     def enter(self, task: asyncio.Task[object]) -> None:
         self._running.add(task)
         self._idle.clear()
+        if self.on_change is not None:
+            self.on_change(self)
 
     def leave(self, task: asyncio.Task[object]) -> None:
         self._running.discard(task)
         if not self._running:
             self._idle.set()
+        if self.on_change is not None:
+            self.on_change(self)
 
     async def run(self) -> None:
         """Drain, then return once nothing is in flight (or the cut-off grace ran out too)."""
         self.draining = True
+        if self.on_change is not None:
+            self.on_change(self)
         log.info("shutdown_draining", in_flight=self.in_flight, drain_seconds=self.drain_seconds)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.drain_seconds):

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from bench import load, run, stats, upstream
+from bench.conversation import ConversationRow
 from bench.report import MCPRow, Results, document, mcp_table
 
 
@@ -14,9 +15,21 @@ def test_defaults_cover_the_issue_matrix() -> None:
     args = run.parse_args([])
     assert args.concurrency == [1, 16, 64]
     assert args.modes == ["whole", "stream"]
-    assert args.targets == ["upstream", "gateway", "litellm"]
+    assert args.targets == ["upstream", "gateway", "gateway-workers", "litellm"]
     assert args.streams == 1000
     assert args.mcp  # the MCP tool round trip is part of `make bench`
+    assert args.conversation  # and the conversation turns by history length
+    with pytest.raises(SystemExit):
+        run.parse_args(["--conversation-turns", "100000"])
+
+
+def test_report_states_the_workers_and_conversation_goals() -> None:
+    short = ConversationRow("sqlite", "short", 1, 100, 1.5, 2, 3, 0, 1.0, 0.5)
+    long = ConversationRow("sqlite", "long", 400, 100, 1.6, 2, 3, 0, 1.0, 0.5)
+    text = document(Results(conversation=[short, long]))
+    assert "| conversation turn p50, sqlite | < 2 ms | 1.50 ms | yes |" in text
+    assert "| turn at 400 turns vs 1, sqlite | < 10 % | 6.67 % | yes |" in text
+    assert "## Conversation turns" in text
 
 
 def test_runs_are_bounded() -> None:

@@ -276,3 +276,15 @@ def test_extra_env_is_rendered_after_the_secret_refs() -> None:
     kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
     env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
     assert env[-1] == {"name": "GATEWAY_DATABASE_POOL__SIZE", "value": "20"}
+
+
+def test_workers_default_to_the_cpu_limit_or_are_set() -> None:
+    def args(values: dict[str, Any]) -> list[str]:
+        container = by_kind(values)["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+        found: list[str] = container["args"]
+        return found
+
+    assert "--workers" not in args({})  # the CLI reads the pod's CPU limit
+    assert args({"workers": 3})[-2:] == ["--workers", "3"]
+    with pytest.raises(Exception, match="workers"):
+        render({"workers": 0})

@@ -39,11 +39,12 @@ class GatewayProcess:
 
 @contextmanager
 def gateway_process(
-    config: Path, environ: dict[str, str] | None = None
+    config: Path, environ: dict[str, str] | None = None, workers: int = 1
 ) -> Iterator[GatewayProcess]:
+    """``workers`` is explicit: the CLI's default (the machine's CPUs) varies by machine."""
     command = [sys.executable, "-m", "gateway.cli", "serve", "--config", str(config)]
     process = subprocess.Popen(
-        [*command, "--host", "127.0.0.1", "--port", "0"],
+        [*command, "--host", "127.0.0.1", "--port", "0", "--workers", str(workers)],
         cwd=REPO,
         env={**os.environ, "UP_KEY": "sk-test", **(environ or {})},
         stdout=subprocess.PIPE,
