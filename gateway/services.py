@@ -28,11 +28,12 @@ from gateway.metrics import GatewayMetrics
 from gateway.notifications.notifier import Notifier
 from gateway.pricing import PriceBook, litellm_price_table
 from gateway.retention import RetentionJob
-from gateway.settings import Settings
+from gateway.settings import Settings, token_seal
 from gateway.teams import TeamStore
 from gateway.tool_call_events import tool_call_moved
 from gateway.usage import UsageEntry, UsageRecorder
 from governance import ToolGovernance
+from governance.server_grants import ServerGrants
 from llm_service.registry import AdapterFactory, ModelRegistry
 from llm_service.router import Router
 from llm_service.types import ChatResponse
@@ -99,6 +100,7 @@ class Services:
         usage.start()
         router = Router(registry, tracer=tracer)
         limits = _key_limiter(settings, prices, audit_budget_alert(sessions))
+        seal = token_seal(settings.mcp_token_key) if settings.mcp_token_key else None
         governance = ToolGovernance.build(
             sessions,
             catalog_settings=settings.tool_catalog,
@@ -108,6 +110,7 @@ class Services:
             policies=settings.tool_policies,
             tools=tools,
             keys=keys,
+            grants=ServerGrants(sessions, seal),
         )
         # Tool servers that fail are degraded and retried in the background; start never fails.
         await governance.start()

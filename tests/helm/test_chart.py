@@ -276,3 +276,17 @@ def test_extra_env_is_rendered_after_the_secret_refs() -> None:
     kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
     env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
     assert env[-1] == {"name": "GATEWAY_DATABASE_POOL__SIZE", "value": "20"}
+
+
+def test_the_mcp_token_key_comes_from_its_secret() -> None:
+    values = {"mcpTokenKey": {"existingSecret": "llm-gateway-mcp-tokens", "key": "token-key"}}
+    container = by_kind(values)["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["GATEWAY_MCP_TOKEN_KEY"]["valueFrom"]["secretKeyRef"] == {
+        "name": "llm-gateway-mcp-tokens",
+        "key": "token-key",
+    }
+    assert "GATEWAY_MCP_TOKEN_KEY" not in {
+        e["name"]
+        for e in by_kind({})["Deployment"]["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
