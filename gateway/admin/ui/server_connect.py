@@ -17,7 +17,7 @@ from typing import Annotated
 from urllib.parse import parse_qs, urlsplit
 
 from fastapi import APIRouter, Form, Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import Response
 
 from gateway.admin.ui.rendering import render
 from gateway.admin.ui.security import SecuredRoute, SignedIn, check_csrf, cookie_name, is_tls
@@ -54,7 +54,10 @@ async def connect_server(
     check_csrf(session, csrf_token)
     redirect_uri = str(request.url_for("oauth_callback"))
     url, sealed = await _connections(services).begin(name, redirect_uri, session.key_id)
-    response = RedirectResponse(url, status_code=303)
+    # A page that moves on by itself, not a 303: the admin pages' CSP (`form-action 'self'`)
+    # forbids a form's redirect to another origin, and the authorization server is one.
+    response = render(request, "connecting.html", {"server": name, "next": url}, session)
+    response.headers["refresh"] = f"0; url={url}"
     state = _state_of(url)
     response.set_cookie(
         _cookie(request, state),

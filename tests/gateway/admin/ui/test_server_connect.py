@@ -92,11 +92,13 @@ def _connect(gateway: RunningGateway, admin_key: str) -> httpx.Response:
     with signed_in_client(gateway.url, admin_key) as browser:
         page = browser.get("/admin/servers")
         assert 'data-role="connect-server"' in page.text
-        return browser.post(
-            f"/admin/servers/{SERVER}/connect",
-            data={"csrf_token": csrf_token(page.text)},
-            follow_redirects=True,
+        onward = browser.post(
+            f"/admin/servers/{SERVER}/connect", data={"csrf_token": csrf_token(page.text)}
         )
+        assert onward.status_code == 200, onward.text
+        # The page moves on to the authorization server by its Refresh header, as a browser does.
+        authorization_url = onward.headers["refresh"].removeprefix("0; url=")
+        return browser.get(authorization_url, follow_redirects=True)
 
 
 def _rows(database_url: str) -> tuple[list[MCPServerGrant], list[AuditEvent]]:
@@ -196,3 +198,69 @@ def test_a_callback_without_the_browser_that_began_it_is_refused(setup: Connecte
     assert answer.status_code == 400
     assert "Connect again" in answer.text
     assert setup.authority.grants["authorization_code"] == 0
+
+
+def test_a_server_added_at_run_time_takes_auth_and_is_connected_the_same_way(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    authority = Authority()
+    key = Fernet.generate_key().decode()
+    with (
+        fresh_database("sqlite", tmp_path_factory.mktemp("db")) as database_url,
+        serve_protected(authority) as url,
+        running_gateway(
+            database_url,
+            tool_catalog={**CATALOG, "http_allow_list": [url.removesuffix("/mcp")]},
+            mcp_token_key=key,
+        ) as gateway,
+    ):
+        admin_key = gateway.create_key("ops", ["admin"])
+        api = httpx.Client(
+            base_url=gateway.url, headers={"authorization": f"Bearer {admin_key}"}, timeout=30
+        )
+        server = {
+            "name": SERVER,
+            "transport": "streamable_http",
+            "url": url,
+            "auth": {"type": "authorization_code"},
+        }
+        with api:
+            refused = api.post(
+                "/v1/admin/servers",
+                json={
+                    **server,
+                    "auth": {
+                        "type": "client_credentials",
+                        "client_id": "x",
+                        "client_secret_env": "GATEWAY_ADMIN_KEY",
+                    },
+                },
+            )
+            assert refused.status_code == 400
+            assert refused.json()["error"]["param"] == "auth"
+
+            with signed_in_client(gateway.url, admin_key) as browser:
+                page = browser.get("/admin/servers").text
+                form = {
+                    "name": SERVER,
+                    "transport": "streamable_http",
+                    "url": url,
+                    "roles": "user",
+                    "oauth": "true",
+                    "scopes": "",
+                    "csrf_token": csrf_token(page),
+                }
+                added = browser.post("/admin/servers", data=form)
+                assert added.status_code == 303, added.text
+            stored = api.get("/v1/admin/servers").json()["data"]
+            assert [s for s in stored if s["name"] == SERVER]
+            assert _server(gateway)["reason"] == (
+                "authorization required: an administrator must connect this server"
+            )
+
+            assert _connect(gateway, admin_key).status_code == 200
+
+            assert _server(gateway)["state"] == "ready"
+            assert api.delete(f"/v1/admin/servers/{SERVER}").status_code in (200, 204)
+        grants, _ = _rows(database_url)
+        assert grants == []  # removing the server forgets its grant
