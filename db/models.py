@@ -391,3 +391,24 @@ class StoredResponse(Base):
     conversation: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     items: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
     input_items: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+
+
+class MCPServerGrant(Base):
+    """An OAuth grant for an authorization-code MCP server, shared by every replica. The tokens
+    and the registered client (which may hold a client secret) are sealed with the gateway's
+    token key; the row never holds them readable. ``server_url`` binds the grant to the server
+    it was given for: a server moved elsewhere must be connected again."""
+
+    __tablename__ = "mcp_server_grants"
+
+    server: Mapped[str] = mapped_column(String(48), primary_key=True)
+    server_url: Mapped[str] = mapped_column(String(2000))
+    tokens_sealed: Mapped[str | None] = mapped_column(Text, nullable=True)
+    client_sealed: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Authorization server and protected resource metadata: public documents, kept readable.
+    discovery: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    lost_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    connected_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    connected_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

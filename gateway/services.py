@@ -32,11 +32,12 @@ from gateway.notifications.notifier import Notifier, RequesterLookup
 from gateway.notifications.payloads import Requester
 from gateway.pricing import PriceBook, litellm_price_table
 from gateway.retention import RetentionJob
-from gateway.settings import Settings
+from gateway.settings import Settings, token_seal
 from gateway.teams import TeamStore
 from gateway.tool_call_events import tool_call_moved
 from gateway.usage import UsageEntry, UsageRecorder
 from governance import ToolGovernance
+from governance.server_grants import ServerGrants
 from llm_service.errors import ModelNotFound
 from llm_service.registry import AdapterFactory, ModelRegistry
 from llm_service.router import Router
@@ -111,6 +112,7 @@ class Services:
         )
         notifier.start()
         limits = _key_limiter(settings, prices, _budget_sink(sessions, notifier))
+        seal = token_seal(settings.mcp_token_key) if settings.mcp_token_key else None
         governance = ToolGovernance.build(
             sessions,
             catalog_settings=settings.tool_catalog,
@@ -121,6 +123,7 @@ class Services:
             tools=tools,
             keys=keys,
             on_review_requested=notifier.review_requested,
+            grants=ServerGrants(sessions, seal),
         )
         # Tool servers that fail are degraded and retried in the background; start never fails.
         await governance.start()

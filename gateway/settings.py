@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from cryptography.fernet import Fernet, MultiFernet
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -37,7 +39,7 @@ from gateway.settings_env import (
 from gateway.tracing import TracingSettings
 from governance import PinningSettings, ToolPolicySettings
 from llm_service.config import ModelConfig
-from mcp_client.config import CatalogSettings, MCPServerConfig
+from mcp_client.config import AuthorizationCodeAuth, CatalogSettings, MCPServerConfig
 
 
 class ConfigError(Exception):
@@ -119,6 +121,13 @@ class Settings(BaseSettings):
         None, description="shares rate limits across replicas; unset: limits per process"
     )
     redis_key_prefix: str = "llm-gateway:"
+    mcp_token_key: SecretStr | None = Field(
+        None,
+        description="Fernet key(s) sealing MCP servers' OAuth tokens in the database, "
+        "comma-separated: the first seals, all open (rotation); needed by authorization_code "
+        "servers. Generate one with `python -c 'from cryptography.fernet import Fernet; "
+        "print(Fernet.generate_key().decode())'`",
+    )
     mcp_servers: list[MCPServerConfig] = Field(default_factory=list)
     tool_catalog: CatalogSettings = Field(default_factory=CatalogSettings)
     tool_loop: ToolLoopSettings = Field(default_factory=ToolLoopSettings)
@@ -153,6 +162,14 @@ class Settings(BaseSettings):
             raise ValueError(f"unsupported database `{backend}`: use PostgreSQL or SQLite")
         return url
 
+    @field_validator("mcp_token_key")
+    @classmethod
+    def _fernet_keys(cls, key: SecretStr | None) -> SecretStr | None:
+        # The message never repeats the value: it is a secret.
+        if key is not None:
+            token_seal(key)
+        return key
+
     @field_validator("models")
     @classmethod
     def _unique_model_names(cls, models: list[ModelConfig]) -> list[ModelConfig]:
@@ -166,6 +183,21 @@ class Settings(BaseSettings):
                 if alias not in seen:
                     raise ValueError(f"model `{model.name}` falls back to unknown model `{alias}`")
         return models
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _token_key_for_consent(
+        cls, servers: list[MCPServerConfig], info: ValidationInfo
+    ) -> list[MCPServerConfig]:
+        # Absent from `info.data` when the key itself was refused: that error says enough.
+        if "mcp_token_key" in info.data and info.data["mcp_token_key"] is None:
+            for server in servers:
+                if isinstance(server.auth, AuthorizationCodeAuth):
+                    raise ValueError(
+                        f"server `{server.name}` uses the authorization_code flow: set "
+                        "`mcp_token_key` (GATEWAY_MCP_TOKEN_KEY) so its tokens can be stored"
+                    )
+        return servers
 
     @field_validator("mcp_servers")
     @classmethod
@@ -188,6 +220,22 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # The environment wins over the file, so a deployment overrides without editing YAML.
         return (env_settings, init_settings)
+
+
+def token_seal(key: SecretStr) -> MultiFernet:
+    """The sealer of MCP OAuth tokens for ``mcp_token_key``; ValueError for a malformed key."""
+    parts = [part.strip() for part in key.get_secret_value().split(",") if part.strip()]
+    if not parts:
+        raise ValueError("empty: give one or more Fernet keys, comma-separated")
+    keys = []
+    for position, part in enumerate(parts, start=1):
+        try:
+            keys.append(Fernet(part))
+        except (ValueError, TypeError):
+            raise ValueError(
+                f"key {position} is not a Fernet key (32 url-safe base64-encoded bytes)"
+            ) from None
+    return MultiFernet(keys)
 
 
 def load_settings(path: Path | None, environ: Mapping[str, str] | None = None) -> Settings:

@@ -15,9 +15,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.base import utcnow
 from db.models import AuditEvent, RuntimeMCPServer
+from governance.server_grants import NO_KEY, ServerGrants, uses_consent
 from governance.server_rules import RuntimeServerRules
 from governance.server_sync import RuntimeServerSync, stored_servers
-from llm_service.errors import GatewayError
+from llm_service.errors import GatewayError, InvalidRequest
 from mcp_client.config import MCPServerConfig
 
 
@@ -44,8 +45,10 @@ class RuntimeServers:
         sync: RuntimeServerSync | None,
         config_servers: Sequence[MCPServerConfig],
         rules: RuntimeServerRules,
+        grants: ServerGrants,
     ) -> None:
         self._sessions = sessions
+        self._grants = grants
         self._sync = sync
         self._config_names = frozenset(server.name for server in config_servers)
         self._trusted_in_config = frozenset(s.name for s in config_servers if s.trusted)
@@ -75,6 +78,8 @@ class RuntimeServers:
         """
         sync = self._writable(config.name)
         self._rules.check(config)
+        if uses_consent(config) and not self._grants.has_key:
+            raise InvalidRequest(f"`auth`: {NO_KEY}.", param="auth")
         async with self._sessions.begin() as session:
             row = await session.get(RuntimeMCPServer, config.name, with_for_update=True)
             if create and row is not None:
@@ -98,6 +103,7 @@ class RuntimeServers:
             if row is None:
                 raise ServerNotFound(f"No runtime server named `{name}`.", param="name")
             await session.delete(row)
+            await self._grants.forget(session, name)
             session.add(_audit("server.deleted", name, actor_key_id, row.config))
         await sync.refresh()
 

@@ -12,7 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_service.errors import InvalidRequest
-from mcp_client.config import CatalogSettings, MCPServerConfig
+from mcp_client.config import (
+    AuthorizationCodeAuth,
+    CatalogSettings,
+    ClientCredentialsAuth,
+    MCPServerConfig,
+)
 from mcp_client.url_prefixes import BadURL, URLPrefix, allowed, parse
 
 
@@ -35,6 +40,7 @@ class RuntimeServerRules:
                 "`headers_env` is for the config file only: it reads the gateway's environment.",
                 param="headers_env",
             )
+        _check_auth(config)
         if config.transport == "stdio":
             self._check_stdio(config)
         else:
@@ -66,3 +72,22 @@ class RuntimeServerRules:
                 "server can be added at run time."
             )
             raise InvalidRequest(message, param="url")
+
+
+def _check_auth(config: MCPServerConfig) -> None:
+    """OAuth secrets come from the environment, so a runtime server may only use the
+    authorization-code flow with a public client (registered dynamically, by a metadata
+    document, or pre-registered without a secret): its tokens come from an admin's consent."""
+    auth = config.auth
+    if isinstance(auth, ClientCredentialsAuth):
+        raise InvalidRequest(
+            "`auth` of type client_credentials is for the config file only: its secret is read "
+            "from the gateway's environment.",
+            param="auth",
+        )
+    if isinstance(auth, AuthorizationCodeAuth) and auth.client_secret_env:
+        raise InvalidRequest(
+            "`auth.client_secret_env` is for the config file only: it reads the gateway's "
+            "environment.",
+            param="auth",
+        )

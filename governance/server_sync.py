@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.models import RuntimeMCPServer
+from governance.server_grants import ServerGrants, uses_consent
 from governance.server_rules import RuntimeServerRules
 from llm_service.errors import InvalidRequest
 from mcp_client.catalog import MCPToolCatalog, policy_of
@@ -58,8 +59,10 @@ class RuntimeServerSync:
         sessions: async_sessionmaker[AsyncSession],
         rules: RuntimeServerRules,
         config_names: Iterable[str],
+        grants: ServerGrants,
     ) -> None:
         self._mcp = catalog
+        self._grants = grants
         self._sessions = sessions
         self._rules = rules
         self._config_names = frozenset(config_names)
@@ -97,7 +100,8 @@ class RuntimeServerSync:
             if name in self._applied:
                 continue
             # Runtime servers may not read the environment (the rules refuse headers_env).
-            factory = backend_factory(config, {})
+            tokens = self._grants.store(config) if uses_consent(config) else None
+            factory = backend_factory(config, {}, tokens=tokens)
             precedence = rows[name].precedence(name)
             self._mcp.add_server(name, config.transport, policy_of(config), factory, precedence)
             self._applied[name] = config

@@ -20,6 +20,8 @@ from governance.pins import PinStatus, PinView, ToolPins
 from governance.policies import AppliedPolicies, ToolPolicies, ToolPolicy, ToolPolicySettings
 from governance.refresher import Refresher
 from governance.runtime_servers import RuntimeServers
+from governance.server_connect import ServerConnections
+from governance.server_grants import GrantWatch, ServerGrants, uses_consent
 from governance.server_rules import RuntimeServerRules
 from governance.server_sync import RuntimeServerSync
 from governance.verdict import Facts, Verdict, judge
@@ -28,6 +30,7 @@ from mcp_client.catalog import MCPToolCatalog
 from mcp_client.config import CatalogSettings, MCPServerConfig
 from mcp_client.hooks import NO_HOOKS, CallHooks
 from mcp_client.index import offered_to
+from mcp_client.oauth import MemoryGrantStore
 from mcp_client.results import error_result
 from mcp_client.types import ServerHealth, StandardizedTool, ToolCatalog, ToolResult
 from mcp_client.validation import ArgumentCheck
@@ -54,8 +57,11 @@ class ToolGovernance:
         pinning: Pinning,
         config_servers: Sequence[MCPServerConfig] = (),
         keys: KeyDirectory | None = None,
+        grants: ServerGrants | None = None,
     ) -> None:
         self._catalog = catalog
+        self.grants = grants
+        self.connections: ServerConnections | None = None  # set by `build`
         self._config_servers = {server.name: server for server in config_servers}
         self._keys = keys
         self._checks: dict[str, ArgumentCheck] = {}  # by definition hash: compiled once
@@ -75,6 +81,10 @@ class ToolGovernance:
         self._refreshers.append(
             Refresher("tool-policies", policies.refresh, policy_settings.refresh_seconds)
         )
+        if grants is not None and isinstance(catalog, MCPToolCatalog):
+            watch = GrantWatch(grants, catalog)
+            seconds = catalog_settings.runtime_servers_refresh_seconds
+            self._refreshers.append(Refresher("server-grants", watch.refresh, seconds))
         if pinning.enabled:
             self._refreshers.append(
                 Refresher("tool-pins", self._refresh_pins, pinning.settings.refresh_seconds)
@@ -93,23 +103,33 @@ class ToolGovernance:
         tools: ToolCatalog | None = None,
         keys: KeyDirectory | None = None,
         on_review_requested: ReviewObserver | None = None,
+        grants: ServerGrants | None = None,
     ) -> ToolGovernance:
         """The MCP catalog of ``config_servers`` and the stored runtime servers, unless an
         embedding program gave its own ``tools`` (which take no runtime servers). ``keys``
         answers for the requester's key at every decision (None: the roles given are used).
 
         ``environ`` supplies the values named by each config server's ``headers_env``;
-        ``on_review_requested`` hears of each definition newly held for review.
+        ``on_review_requested`` hears of each definition newly held for review. ``grants``
+        keeps authorization-code servers' tokens, shared by the replicas (None: a gateway
+        without a database key, whose such servers say so).
         """
         rules = RuntimeServerRules.from_settings(catalog_settings)
+        grants = grants or ServerGrants(sessions, None)
         sync = None
         if tools is None:
-            mcp = MCPToolCatalog.from_config(config_servers, catalog_settings, environ)
+            stores = {s.name: grants.store(s) for s in config_servers if uses_consent(s)}
+            mcp = MCPToolCatalog.from_config(
+                config_servers,
+                catalog_settings,
+                environ,
+                tokens=lambda name: stores.get(name) or MemoryGrantStore(),
+            )
             config_names = [server.name for server in config_servers]
-            sync = RuntimeServerSync(mcp, sessions, rules, config_names)
+            sync = RuntimeServerSync(mcp, sessions, rules, config_names, grants)
             tools = mcp
-        servers = RuntimeServers(sessions, sync, config_servers, rules)
-        return cls(
+        servers = RuntimeServers(sessions, sync, config_servers, rules, grants)
+        governance = cls(
             tools,
             catalog_settings=catalog_settings,
             servers=servers,
@@ -119,7 +139,18 @@ class ToolGovernance:
             pinning=Pinning(ToolPins(sessions), pinning, servers.trusted, on_review_requested),
             config_servers=config_servers,
             keys=keys,
+            grants=grants,
         )
+        by_name = {server.name: server for server in config_servers}
+
+        async def lookup(name: str) -> MCPServerConfig | None:
+            return by_name.get(name) or (await servers.stored()).get(name)
+
+        async def reconnect(name: str) -> None:
+            await governance.reconnect_server(name, catalog_settings.discovery_timeout)
+
+        governance.connections = ServerConnections(grants, lookup, environ, reconnect)
+        return governance
 
     # -- lifecycle
 
@@ -328,6 +359,24 @@ class ToolGovernance:
         """Removes (and audits) a runtime server and stops it here; ``ServerNotFound`` when
         there is none, ``ServerConflict`` for a config file's server."""
         await self._servers.delete(name, actor_key_id)
+
+    def server_config(self, name: str) -> MCPServerConfig | None:
+        """A config file's server of this name (runtime servers: ``stored_servers``)."""
+        return self._config_servers.get(name)
+
+    async def reconnect_server(self, name: str, timeout: float) -> None:
+        """Connects a (degraded) server now, e.g. just authorized, and waits up to ``timeout``
+        for it to be ready; other replicas follow within their refresh."""
+        catalog = self._catalog
+        if not isinstance(catalog, MCPToolCatalog):
+            return
+        catalog.reconnect(name)
+
+        def ready() -> bool:
+            health = catalog.status().get(name)
+            return health is not None and health.state == "ready"
+
+        await catalog.wait_for(ready, timeout)
 
     async def _refresh_pins(self) -> None:
         await self._pinning.refresh(self._catalog.all_tools())

@@ -7,14 +7,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
-from mcp.client.auth import TokenStorage
 
 from mcp_client.backend import BackendFactory, ToolCall
 from mcp_client.config import CatalogSettings, MCPServerConfig
 from mcp_client.hooks import NO_HOOKS, CallHooks
 from mcp_client.index import Precedence, ServedTools, build_index, offered_to
 from mcp_client.local_tools import LocalTool, LocalToolBackend
-from mcp_client.oauth import Consent
+from mcp_client.oauth import Consent, GrantStore
 from mcp_client.results import error_result, truncate
 from mcp_client.supervisor import ServerPolicy, ServerStatus, ServerSupervisor
 from mcp_client.transports import backend_factory
@@ -55,7 +54,7 @@ class MCPToolCatalog(ToolCatalog):
         settings: CatalogSettings,
         environ: Mapping[str, str],
         *,
-        tokens: Callable[[str], TokenStorage] | None = None,
+        tokens: Callable[[str], GrantStore] | None = None,
         consent: Consent | None = None,
     ) -> MCPToolCatalog:
         """``environ`` supplies the values each server's config names (``headers_env``, OAuth
@@ -104,6 +103,13 @@ class MCPToolCatalog(ToolCatalog):
         self._precedence.pop(name, None)
         self._rebuild()  # its tools leave the catalog before the (possibly slow) shutdown
         await server.aclose()
+
+    def reconnect(self, name: str) -> None:
+        """Connect a degraded server now rather than at its next retry (e.g. it was just
+        authorized); an unknown name is a no-op."""
+        server = self._servers.get(name)
+        if server is not None:
+            server.wake()
 
     def register_local_tools(
         self,

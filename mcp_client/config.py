@@ -65,7 +65,11 @@ class AuthorizationCodeAuth(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["authorization_code"]
-    redirect_uri: str = Field(description="where the authorization server sends the consent back")
+    redirect_uri: str | None = Field(
+        None,
+        description="where the authorization server sends the consent back; default (the "
+        "gateway): its own /admin/oauth/callback at the address the admin's browser used",
+    )
     scopes: list[str] = Field(default_factory=list)
     client_id: str | None = None
     client_secret_env: str | None = None

@@ -2,16 +2,17 @@
 
 The SDK does discovery (protected resource metadata, authorization server metadata, the
 ``WWW-Authenticate`` scope, step-up on 403 ``insufficient_scope``), client ID metadata documents
-and dynamic registration, PKCE, and refresh before expiry. What it leaves to us is where tokens
-live (``TokenStorage``: kept in memory by default; the gateway can give a store shared by its
-replicas) and who consents in the authorization-code flow (``Consent``: none by default, so such a
-server stays degraded until someone connects it).
+and dynamic registration, PKCE, and refresh. What it leaves to us is where the grant lives
+(``GrantStore``: in memory by default; the gateway gives one its replicas share) and who consents
+in the authorization-code flow (``Consent``: none by default, so such a server stays degraded
+until someone connects it, see ``mcp_client.oauth_consent``).
 """
 
 from __future__ import annotations
 
+import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Protocol
 
 import httpx2
@@ -31,40 +32,85 @@ from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
     OAuthClientMetadata,
+    OAuthMetadata,
     OAuthToken,
+    ProtectedResourceMetadata,
 )
 from mcp.shared.exceptions import MCPDeprecationWarning
-from pydantic import AnyUrl
+from pydantic import AnyUrl, BaseModel
 
 from mcp_client.backend import BackendUnavailable
 from mcp_client.config import AuthorizationCodeAuth, ClientCredentialsAuth, MCPServerConfig
 from mcp_client.identity import DISTRIBUTION
+
+NOT_CONNECTED = "authorization required: an administrator must connect this server"
+# Refresh this long before the access token expires (at most half its remaining life), so a call
+# or ping in that window renews it rather than meeting a 401.
+REFRESH_AHEAD_SECONDS = 60.0
+# The SDK's client metadata needs a redirect URI. Without consent the flow stops before
+# registration or authorization (``_initialize``), so this one never goes on the wire.
+_NEVER_SENT_REDIRECT = "http://127.0.0.1/oauth/callback"
 
 
 class AuthorizationRequired(OAuthFlowError):
     """The server needs a person's consent and no one is there to give it."""
 
 
+class TokenRefreshFailed(OAuthFlowError):
+    """The authorization server refused the refresh token: the grant is gone."""
+
+
 class Consent(Protocol):
     """Whoever approves an authorization request: sent to ``authorization_url``, they come back
-    with the code (the admin's browser through the gateway's callback, or a test following the
-    redirect itself)."""
+    with the code (a test or the conformance runner following the redirect itself)."""
 
     async def __call__(self, authorization_url: str) -> AuthorizationCodeResult: ...
 
 
-class MemoryTokenStorage:
-    """Tokens and the registered client in this process only: each replica gets its own."""
+class Discovery(BaseModel):
+    """What discovery found, kept with the grant: a process that loads the tokens then refreshes
+    them at the right token endpoint, for the right resource."""
+
+    authorization_server: OAuthMetadata | None = None
+    protected_resource: ProtectedResourceMetadata | None = None
+
+
+class GrantStore(TokenStorage, Protocol):
+    """The SDK's ``TokenStorage``, where ``get_tokens`` counts ``expires_in`` from now (not from
+    when the token was issued), plus what discovery found and why a grant was lost."""
+
+    async def get_discovery(self) -> Discovery | None: ...
+
+    async def set_discovery(self, discovery: Discovery) -> None: ...
+
+    async def drop_tokens(self, reason: str) -> None:
+        """The grant is dead (refresh refused): forget the tokens, keep ``reason`` to show."""
+        ...
+
+    async def lost_reason(self) -> str | None:
+        """Why the last grant ended, while no new one replaced it."""
+        ...
+
+
+class MemoryGrantStore:
+    """A grant in this process only: each replica gets its own."""
 
     def __init__(self) -> None:
         self._tokens: OAuthToken | None = None
+        self._stored_at = 0.0
         self._client: OAuthClientInformationFull | None = None
+        self._discovery: Discovery | None = None
+        self._lost: str | None = None
 
     async def get_tokens(self) -> OAuthToken | None:
-        return self._tokens
+        tokens = self._tokens
+        if tokens is None or tokens.expires_in is None:
+            return tokens
+        elapsed = int(time.time() - self._stored_at)
+        return tokens.model_copy(update={"expires_in": tokens.expires_in - elapsed})
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
-        self._tokens = tokens
+        self._tokens, self._stored_at, self._lost = tokens, time.time(), None
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         return self._client
@@ -72,29 +118,21 @@ class MemoryTokenStorage:
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         self._client = client_info
 
+    async def get_discovery(self) -> Discovery | None:
+        return self._discovery
 
-class _PreRegistered:
-    """A store that answers with the configured client until registration stores another."""
+    async def set_discovery(self, discovery: Discovery) -> None:
+        self._discovery = discovery
 
-    def __init__(self, inner: TokenStorage, client: OAuthClientInformationFull) -> None:
-        self._inner = inner
-        self._client = client
+    async def drop_tokens(self, reason: str) -> None:
+        self._tokens, self._lost = None, reason
 
-    async def get_tokens(self) -> OAuthToken | None:
-        return await self._inner.get_tokens()
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        await self._inner.set_tokens(tokens)
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return await self._inner.get_client_info() or self._client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        await self._inner.set_client_info(client_info)
+    async def lost_reason(self) -> str | None:
+        return self._lost
 
 
 def describe_oauth_failure(exc: OAuthFlowError) -> str:
-    if isinstance(exc, AuthorizationRequired):
+    if isinstance(exc, AuthorizationRequired | TokenRefreshFailed):
         return str(exc)
     if isinstance(exc, OAuthRegistrationError):
         return f"authorization failed: the client could not be registered ({exc})"
@@ -103,10 +141,25 @@ def describe_oauth_failure(exc: OAuthFlowError) -> str:
     return f"authorization failed: {exc}"
 
 
+def oauth_error(response: httpx2.Response) -> str:
+    """An authorization server's refusal in one line: its ``error`` code and description (RFC
+    6749 5.2), never the rest of the body."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    code = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(code, str):
+        return f"HTTP {response.status_code}"
+    description = body.get("error_description") if isinstance(body, dict) else None
+    text = f"{code} (HTTP {response.status_code})"
+    return f"{text}: {description}" if isinstance(description, str) and description else text
+
+
 def http_auth(
     config: MCPServerConfig,
     environ: Mapping[str, str],
-    storage: TokenStorage,
+    storage: GrantStore,
     consent: Consent | None = None,
 ) -> httpx2.Auth | None:
     """The httpx2 auth for ``config.auth``; None when the server takes no OAuth."""
@@ -119,7 +172,7 @@ def http_auth(
     return _authorization_code(config.url, auth, environ, storage, consent)
 
 
-def _secret(environ: Mapping[str, str], variable: str, what: str) -> str:
+def secret_of(environ: Mapping[str, str], variable: str, what: str) -> str:
     value = environ.get(variable)
     if not value:
         raise BackendUnavailable(f"environment variable {variable} ({what}) is not set")
@@ -138,7 +191,7 @@ def _client_credentials(
             signer = SignedJWTParameters(
                 issuer=auth.client_id,
                 subject=auth.client_id,
-                signing_key=_secret(environ, auth.private_key_env, "private key"),
+                signing_key=secret_of(environ, auth.private_key_env, "private key"),
                 signing_algorithm=auth.signing_algorithm,
             )
             return PrivateKeyJWTOAuthProvider(
@@ -154,49 +207,170 @@ def _client_credentials(
             url,
             storage,
             auth.client_id,
-            _secret(environ, auth.client_secret_env, "client secret"),
+            secret_of(environ, auth.client_secret_env, "client secret"),
             token_endpoint_auth_method=auth.client_auth,
             scope=scope,
             issuer=auth.issuer,
         )
 
 
+def client_metadata(
+    auth: AuthorizationCodeAuth, redirect_uri: str, secret: str | None
+) -> OAuthClientMetadata:
+    return OAuthClientMetadata(
+        client_name=DISTRIBUTION,
+        redirect_uris=[AnyUrl(redirect_uri)],
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        scope=" ".join(auth.scopes) or None,
+        token_endpoint_auth_method="client_secret_basic" if secret else "none",
+    )
+
+
+def registered_client(
+    auth: AuthorizationCodeAuth, environ: Mapping[str, str], redirect_uri: str
+) -> OAuthClientInformationFull | None:
+    """The pre-registered client the config names, if any."""
+    if auth.client_id is None:
+        return None
+    variable = auth.client_secret_env
+    secret = secret_of(environ, variable, "client secret") if variable else None
+    return OAuthClientInformationFull(
+        client_id=auth.client_id,
+        client_secret=secret,
+        redirect_uris=[AnyUrl(redirect_uri)],
+        token_endpoint_auth_method="client_secret_basic" if secret else "none",
+    )
+
+
 def _authorization_code(
     url: str,
     auth: AuthorizationCodeAuth,
     environ: Mapping[str, str],
-    storage: TokenStorage,
+    storage: GrantStore,
     consent: Consent | None,
 ) -> httpx2.Auth:
-    redirect_uris = [AnyUrl(auth.redirect_uri)]
-    variable = auth.client_secret_env
-    secret = _secret(environ, variable, "client secret") if variable else None
-    method = "client_secret_basic" if secret else "none"
-    if auth.client_id is not None:
-        registered = OAuthClientInformationFull(
-            client_id=auth.client_id,
-            client_secret=secret,
-            redirect_uris=redirect_uris,
-            token_endpoint_auth_method=method,
-        )
-        storage = _PreRegistered(storage, registered)
-    metadata = OAuthClientMetadata(
-        client_name=DISTRIBUTION,
-        redirect_uris=redirect_uris,
-        grant_types=["authorization_code", "refresh_token"],
-        response_types=["code"],
-        scope=" ".join(auth.scopes) or None,
-        token_endpoint_auth_method=method,
-    )
+    redirect_uri = auth.redirect_uri or _NEVER_SENT_REDIRECT
+    registered = registered_client(auth, environ, redirect_uri)
+    secret = registered.client_secret if registered else None
     handoff = _ConsentHandoff(consent)
-    return OAuthClientProvider(
+    return SharedGrantProvider(
         url,
-        metadata,
+        client_metadata(auth, redirect_uri, secret),
         storage,
+        registered=registered,
+        consent=consent is not None,
         redirect_handler=handoff.redirect,
         callback_handler=handoff.callback,
         client_metadata_url=auth.client_metadata_url,
     )
+
+
+def token_expiry(tokens: OAuthToken | None) -> float | None:
+    """When to refresh tokens read from a ``GrantStore`` (``expires_in`` counted from now)."""
+    if tokens is None or tokens.expires_in is None:
+        return None
+    remaining = float(tokens.expires_in)
+    return time.time() + remaining - min(REFRESH_AHEAD_SECONDS, max(remaining, 0.0) / 2)
+
+
+class SharedGrantProvider(OAuthClientProvider):
+    """The SDK's provider, reading the grant from the store before every request: another
+    replica may have refreshed (refresh tokens often work once) or an admin reconnected.
+
+    Without consent it never starts an authorization of its own: no tokens means the server
+    waits for an admin; a refused refresh ends the grant for every replica, with the reason.
+    """
+
+    def __init__(
+        self,
+        server_url: str,
+        metadata: OAuthClientMetadata,
+        storage: GrantStore,
+        *,
+        registered: OAuthClientInformationFull | None,
+        consent: bool,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(server_url, metadata, storage, **kwargs)  # type: ignore[arg-type]
+        self._store = storage
+        self._registered = registered
+        self._consent = consent
+
+    async def _initialize(self) -> None:
+        tokens = await self._store.get_tokens()
+        if tokens is None and not self._consent:
+            raise AuthorizationRequired(await self._store.lost_reason() or NOT_CONNECTED)
+        context = self.context
+        context.current_tokens = tokens
+        context.token_expiry_time = token_expiry(tokens)
+        context.client_info = await self._store.get_client_info() or self._registered
+        if context.oauth_metadata is None:
+            discovery = await self._store.get_discovery()
+            if discovery is not None:
+                context.oauth_metadata = discovery.authorization_server
+                context.protected_resource_metadata = discovery.protected_resource
+        # `_initialized` stays False: the next request reads the store again.
+
+    async def _handle_token_response(self, response: httpx2.Response) -> None:
+        await super()._handle_token_response(response)
+        await self._keep_discovery()
+
+    async def _keep_discovery(self) -> None:
+        context = self.context
+        if context.oauth_metadata is not None or context.protected_resource_metadata is not None:
+            await self._store.set_discovery(
+                Discovery(
+                    authorization_server=context.oauth_metadata,
+                    protected_resource=context.protected_resource_metadata,
+                )
+            )
+
+    async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+        held = self.context.current_tokens
+        used = held.refresh_token if held else None
+        await response.aread()  # its error code, should the refresh be refused
+        if await super()._handle_refresh_response(response):
+            return True
+        stored = await self._store.get_tokens()
+        if stored is not None and stored.refresh_token not in (None, used):
+            # Another replica refreshed first, with the same single-use token: take its result.
+            self.context.current_tokens = stored
+            self.context.token_expiry_time = token_expiry(stored)
+            return True
+        if self._consent:
+            return False  # the SDK asks for consent again
+        reason = (
+            f"token refresh failed: {oauth_error(response)}; reconnect the server in the admin UI"
+        )
+        await self._store.drop_tokens(reason)
+        raise TokenRefreshFailed(reason)
+
+    async def _auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """The SDK's flow, except that a 401 to a token we can refresh is answered by a refresh
+        (the token was revoked or expired early) before anyone is asked to consent again."""
+        flow = super()._auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                if outgoing is request and response.status_code == 401 and self._may_refresh():
+                    break
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+        async with self.context.lock:
+            answer = yield await self._refresh_token()
+            await self._handle_refresh_response(answer)
+        self._add_auth_header(request)
+        yield request
+
+    def _may_refresh(self) -> bool:
+        return not self._consent and self.context.can_refresh_token()
 
 
 class _ConsentHandoff:
@@ -209,9 +383,7 @@ class _ConsentHandoff:
 
     async def redirect(self, authorization_url: str) -> None:
         if self._consent is None:
-            raise AuthorizationRequired(
-                "authorization required: an administrator must connect this server"
-            )
+            raise AuthorizationRequired(NOT_CONNECTED)
         self._url = authorization_url
 
     async def callback(self) -> AuthorizationCodeResult:

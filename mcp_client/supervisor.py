@@ -103,6 +103,10 @@ class ServerSupervisor:
         log.warning("mcp_server_degraded", server=self.name, reason=reason)
         return False
 
+    def wake(self) -> None:
+        """Ends a retry pause (or an idle wait) now."""
+        self._wake.set()
+
     def start_background(self) -> None:
         self._task = asyncio.create_task(self._keep_current(), name=f"mcp-server-{self.name}")
 

@@ -6,10 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import httpx2
-from mcp.client.auth import TokenStorage
 
 from mcp_client.config import MCPServerConfig
-from mcp_client.oauth import Consent, http_auth
+from mcp_client.oauth import Consent, GrantStore, http_auth
 from mcp_client.transports.headers import resolve_headers
 
 
@@ -20,7 +19,7 @@ class HTTPAccess:
 
     config: MCPServerConfig
     environ: Mapping[str, str]
-    tokens: TokenStorage  # outlives connections: a reconnect reuses (or refreshes) the tokens
+    tokens: GrantStore  # outlives connections: a reconnect reuses (or refreshes) the tokens
     consent: Consent | None = None
 
     def headers(self) -> dict[str, str]:

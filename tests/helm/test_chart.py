@@ -288,3 +288,17 @@ def test_workers_default_to_the_cpu_limit_or_are_set() -> None:
     assert args({"workers": 3})[-2:] == ["--workers", "3"]
     with pytest.raises(Exception, match="workers"):
         render({"workers": 0})
+
+
+def test_the_mcp_token_key_comes_from_its_secret() -> None:
+    values = {"mcpTokenKey": {"existingSecret": "llm-gateway-mcp-tokens", "key": "token-key"}}
+    container = by_kind(values)["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["GATEWAY_MCP_TOKEN_KEY"]["valueFrom"]["secretKeyRef"] == {
+        "name": "llm-gateway-mcp-tokens",
+        "key": "token-key",
+    }
+    assert "GATEWAY_MCP_TOKEN_KEY" not in {
+        e["name"]
+        for e in by_kind({})["Deployment"]["spec"]["template"]["spec"]["containers"][0]["env"]
+    }

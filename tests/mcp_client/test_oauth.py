@@ -11,7 +11,7 @@ from mcp.shared.auth import AuthorizationCodeResult
 from mcp_client import CatalogSettings, MCPServerConfig, MCPToolCatalog
 from mcp_client.config import AuthorizationCodeAuth
 from mcp_client.conformance import follow_the_redirect
-from mcp_client.oauth import MemoryTokenStorage
+from mcp_client.oauth import MemoryGrantStore
 from tests.support.oauth_mcp_server import Authority, serve_protected
 
 SETTINGS = CatalogSettings(ping_interval=300, refresh_interval=300, retry_initial=0.05)
@@ -42,10 +42,10 @@ async def test_without_consent_the_server_waits_for_an_administrator() -> None:
 
 async def test_consent_once_then_tokens_are_kept_where_the_gateway_says() -> None:
     authority = Authority()
-    stores: dict[str, MemoryTokenStorage] = {}
+    stores: dict[str, MemoryGrantStore] = {}
 
-    def tokens(server: str) -> MemoryTokenStorage:
-        return stores.setdefault(server, MemoryTokenStorage())
+    def tokens(server: str) -> MemoryGrantStore:
+        return stores.setdefault(server, MemoryGrantStore())
 
     consents: list[str] = []
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gateway.admin.api.keys import validate_roles
 from llm_service.errors import InvalidRequest
-from mcp_client.config import MCPServerConfig, Transport
+from mcp_client.config import AuthorizationCodeAuth, MCPServerConfig, Transport
 
 TRANSPORTS: tuple[str, ...] = get_args(Transport)
 
@@ -30,6 +30,9 @@ class ServerForm(BaseModel):
     url: str = Field("", max_length=2000)
     roles: str = Field("", max_length=1000)
     requires_approval: bool = False
+    # HTTP servers: an admin's consent (authorization code, a public client) and its scopes.
+    oauth: bool = False
+    scopes: str = Field("", max_length=1000)
 
     @classmethod
     def of(cls, config: MCPServerConfig) -> ServerForm:
@@ -41,6 +44,8 @@ class ServerForm(BaseModel):
             url=config.url or "",
             roles=", ".join(config.roles),
             requires_approval=config.requires_approval,
+            oauth=isinstance(config.auth, AuthorizationCodeAuth),
+            scopes=" ".join(config.auth.scopes) if config.auth is not None else "",
         )
 
     def to_config(self, base: MCPServerConfig | None = None) -> MCPServerConfig:
@@ -61,10 +66,20 @@ class ServerForm(BaseModel):
                 fields["command"], fields["args"] = words[0], words[1:]
         else:
             fields["url"] = self.url.strip() or None
+        fields["auth"] = self._auth(base)
         try:
             return MCPServerConfig.model_validate(fields)
         except ValidationError as exc:
             raise InvalidRequest(_problem(exc), param="server") from None
+
+    def _auth(self, base: MCPServerConfig | None) -> dict[str, Any] | None:
+        """The ``auth`` the form selects; what the form does not show (a pre-registered client,
+        a metadata document URL) is kept from ``base``."""
+        if not self.oauth:
+            return None
+        kept = base.auth if base is not None else None
+        auth: dict[str, Any] = kept.model_dump() if isinstance(kept, AuthorizationCodeAuth) else {}
+        return {**auth, "type": "authorization_code", "scopes": self.scopes.split()}
 
 
 def _split(command_line: str) -> list[str]:

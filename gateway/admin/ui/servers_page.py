@@ -17,6 +17,7 @@ from gateway.admin.ui.server_form import TRANSPORTS, ServerForm
 from gateway.admin.ui.sessions import SessionInfo
 from gateway.auth import ServicesDep
 from gateway.services import Services
+from governance.server_grants import GrantSummary, uses_consent
 from llm_service.errors import GatewayError
 from mcp_client.config import MCPServerConfig
 
@@ -26,6 +27,7 @@ NOTICES = {
     "added": "Server added. Its state below is what this replica found when it connected.",
     "changed": "Server changed and restarted with the new settings.",
     "removed": "Server removed: its tools are gone from the catalog.",
+    "connected": "Server connected: its tokens are stored (sealed) for every replica.",
 }
 
 
@@ -36,6 +38,9 @@ class ServerRow:
     status: dict[str, Any]
     target: str
     form: ServerForm | None = None  # runtime servers only: the edit form's values
+    # Authorization-code servers only: "Connect" / "Reconnect", and the grant if there is one.
+    consent: bool = False
+    grant: GrantSummary | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,14 +63,22 @@ async def _rows(services: Services) -> list[ServerRow]:
     status = {name: health.as_dict() for name, health in services.tools.server_status().items()}
     configured = {server.name: server for server in services.settings.mcp_servers}
     stored = await services.tools.stored_servers()
+    consenting = {
+        name: config for name, config in {**stored, **configured}.items() if uses_consent(config)
+    }
+    grants = services.tools.grants
+    summaries = await grants.summaries(consenting) if grants and grants.has_key else {}
     rows: list[ServerRow] = []
     for name in sorted({*status, *configured, *stored}):
         health = status.get(name, {})
+        consent, grant = name in consenting, summaries.get(name)
         if name in configured:
-            rows.append(ServerRow(name, "config", health, _target(configured[name])))
+            target = _target(configured[name])
+            rows.append(ServerRow(name, "config", health, target, None, consent, grant))
         elif name in stored:
             config = stored[name]
-            rows.append(ServerRow(name, "runtime", health, _target(config), ServerForm.of(config)))
+            form = ServerForm.of(config)
+            rows.append(ServerRow(name, "runtime", health, _target(config), form, consent, grant))
         else:
             rows.append(ServerRow(name, "built-in", health, ""))
     return rows

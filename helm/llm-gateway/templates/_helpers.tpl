@@ -79,6 +79,13 @@ seccompProfile:
       name: {{ .Values.adminKey.existingSecret }}
       key: {{ .Values.adminKey.key }}
 {{- end }}
+{{- if .Values.mcpTokenKey.existingSecret }}
+- name: GATEWAY_MCP_TOKEN_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.mcpTokenKey.existingSecret }}
+      key: {{ .Values.mcpTokenKey.key }}
+{{- end }}
 {{- range .Values.providerKeys }}
 - name: {{ .env }}
   valueFrom:
