@@ -485,6 +485,20 @@ REFUSED_BY_OPENAI: dict[str, list[dict[str, Any]]] = {
         },
         {"role": "tool", "tool_call_id": "call_2", "content": "noon"},
     ],
+    "an image in a tool message": [
+        {"role": "user", "content": "radar?"},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": [{"type": "image_url", "image_url": {"url": PIXEL}}],
+        },
+    ],
 }
 
 
@@ -525,3 +539,41 @@ async def test_the_anthropic_fake_refuses_thinking_another_model_signed(
         fake.issued.clear()
     assert answer.status_code == 400
     assert "signature" in answer.json()["error"]["message"]
+
+
+async def test_the_anthropic_fake_refuses_a_tool_result_image_anthropic_refuses(
+    all_targets: dict[str, Target],
+) -> None:
+    bad = {"type": "image", "source": {"type": "base64", "media_type": "image/bmp", "data": "Qk0="}}
+    body = {
+        "model": "claude-x",
+        "max_tokens": 10,
+        "messages": [
+            {"role": "user", "content": "radar?"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "t", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [bad]}],
+            },
+        ],
+    }
+    url = all_targets["anthropic"].config.base_url
+    async with httpx.AsyncClient() as client:
+        answer = await client.post(f"{url}/v1/messages", json=body)
+    assert answer.status_code == 400
+    assert "tool_result image" in answer.json()["error"]["message"]
+
+
+async def test_the_ollama_fake_refuses_an_image_that_is_not_bare_base64(
+    all_targets: dict[str, Target],
+) -> None:
+    message = {"role": "tool", "content": "radar", "tool_name": "t", "images": [PIXEL]}
+    body = {"model": "llama3.2", "messages": [message], "stream": False}
+    url = all_targets["ollama"].config.base_url
+    async with httpx.AsyncClient() as client:
+        answer = await client.post(f"{url}/api/chat", json=body)
+    assert answer.status_code == 400
+    assert "base64" in answer.json()["error"]
