@@ -61,11 +61,7 @@ STOP_REASONS: dict[FinishReason, str] = {
 def to_chat_request(body: MessagesRequest) -> ChatRequest:
     system = _system(body.system)
     tool_choice, parallel = _tool_choice(body.tool_choice)
-    messages = tuple(
-        converted
-        for index, message in enumerate(body.messages)
-        for converted in _messages(message, index)
-    )
+    messages = tuple(converted for message in body.messages for converted in _messages(message))
     return ChatRequest(
         messages=system + messages,
         tools=tuple(
@@ -132,7 +128,7 @@ def _named_choice(choice: ToolChoiceAuto | ToolChoiceAny | ToolChoiceTool) -> To
     return "required" if isinstance(choice, ToolChoiceAny) else "auto"
 
 
-def _messages(message: MessageIn, index: int) -> Iterator[Message]:
+def _messages(message: MessageIn) -> Iterator[Message]:
     if isinstance(message, AssistantMessageIn):
         yield _assistant(message)
         return
