@@ -217,12 +217,19 @@ def _blocks(message: Message, model: str) -> list[JSON]:
             return _assistant_blocks(message, model)
         case ToolResultMessage():
             block: JSON = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-            if message.content:  # an empty text block is refused; no content is not
-                block["content"] = message.content
+            content = _result_content(message)
+            if content:  # an empty text block is refused; no content is not
+                block["content"] = content
             if message.is_error:
                 block["is_error"] = True
             return [_cached(block, message.cache_control)]
     return []
+
+
+def _result_content(result: ToolResultMessage) -> str | list[JSON]:
+    if isinstance(result.content, str):
+        return result.content
+    return [_part(p) for p in result.content if not (isinstance(p, TextPart) and not p.text)]
 
 
 def _part(part: TextPart | ImagePart) -> JSON:

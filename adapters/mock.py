@@ -105,9 +105,7 @@ def _render(
     last_user = next((_text_of(m) for m in reversed(messages) if isinstance(m, UserMessage)), "")
     if step is None:
         return f"Echo: {last_user}", ()
-    last_result = next(
-        (m.content for m in reversed(messages) if isinstance(m, ToolResultMessage)), ""
-    )
+    last_result = next((m.text for m in reversed(messages) if isinstance(m, ToolResultMessage)), "")
     text = None
     if step.text is not None:
         text = step.text.replace("{last_user_message}", last_user).replace(
@@ -136,6 +134,8 @@ def _text_of(message: Message) -> str:
         return " ".join(p.text for p in message.content if isinstance(p, TextPart))
     if isinstance(message, AssistantMessage):
         return message.content or ""
+    if isinstance(message, ToolResultMessage):
+        return message.text
     return message.content
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from adapters.reasoning import effort_of, is_off
 from adapters.schemas import ollama_parameters
+from adapters.tool_results import ERROR_PREFIX
 from llm_service.types import (
     AssistantMessage,
     ChatRequest,
@@ -130,12 +131,25 @@ def _message(message: Message, names: dict[str, str]) -> JSON:
         case AssistantMessage():
             return _assistant(message)
         case ToolResultMessage():
-            name = message.name or names.get(message.tool_call_id, "")
-            return {"role": "tool", "content": message.content, "tool_name": name}
+            return _tool_result(message, names)
     raise TypeError(f"not a message: {message!r}")
 
 
+def _tool_result(result: ToolResultMessage, names: dict[str, str]) -> JSON:
+    """Ollama reads ``images`` on any message, a tool's included; it has no error flag."""
+    wire = _parts_wire("tool", (TextPart(result.text), *result.images))
+    if result.is_error:
+        text = wire["content"]
+        wire["content"] = f"{ERROR_PREFIX}{text}" if text else ERROR_PREFIX.strip()
+    wire["tool_name"] = result.name or names.get(result.tool_call_id, "")
+    return wire
+
+
 def _user_parts(parts: tuple[TextPart | ImagePart, ...]) -> JSON:
+    return _parts_wire("user", parts)
+
+
+def _parts_wire(role: str, parts: tuple[TextPart | ImagePart, ...]) -> JSON:
     texts: list[str] = []
     images: list[str] = []
     for part in parts:
@@ -145,7 +159,7 @@ def _user_parts(parts: tuple[TextPart | ImagePart, ...]) -> JSON:
             images.append(part.url.partition(",")[2])  # Ollama takes bare base64
         else:
             texts.append(part.url)  # Ollama cannot fetch URLs: the model at least sees it
-    wire: JSON = {"role": "user", "content": "\n".join(texts)}
+    wire: JSON = {"role": role, "content": "\n".join(t for t in texts if t)}
     if images:
         wire["images"] = images
     return wire

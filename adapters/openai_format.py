@@ -9,6 +9,7 @@ from typing import Any
 
 from adapters.reasoning import effort_of
 from adapters.schemas import openai_parameters
+from adapters.tool_results import result_text, text_only_results
 from llm_service.assemble import arguments_json
 from llm_service.types import (
     AssistantMessage,
@@ -39,8 +40,9 @@ def format_message(message: Message) -> JSON:
             return {"role": "user", "content": [_format_part(p) for p in parts]}
         case AssistantMessage():
             return _format_assistant(message)
-        case ToolResultMessage(tool_call_id=call_id, content=content):
-            return {"role": "tool", "tool_call_id": call_id, "content": content}
+        case ToolResultMessage(tool_call_id=call_id):
+            # Text only: the API refuses images in a tool message (adapters.tool_results).
+            return {"role": "tool", "tool_call_id": call_id, "content": result_text(message)}
 
 
 def _format_part(part: TextPart | ImagePart) -> JSON:
@@ -101,7 +103,8 @@ def request_body(request: ChatRequest, model: str, default_max_tokens: int | Non
 
     Cache breakpoints are not sent: OpenAI-compatible servers cache prefixes on their own.
     """
-    body: JSON = {"model": model, "messages": [format_message(m) for m in request.messages]}
+    messages = text_only_results(request.messages)
+    body: JSON = {"model": model, "messages": [format_message(m) for m in messages]}
     if request.tools:
         body["tools"] = [format_tool(t) for t in request.tools]
         if request.parallel_tool_calls is not None:

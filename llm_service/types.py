@@ -90,12 +90,29 @@ class AssistantMessage:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultMessage:
+    """A tool's answer. ``content`` is text, or parts in order (text and images, as Anthropic
+    and the Responses API carry them); ``is_error`` says the tool failed. Providers without a
+    place for either get them another way (docs/providers.md, "Tool results")."""
+
     tool_call_id: str
-    content: str
+    content: str | tuple[ContentPart, ...]
     name: str | None = None
     is_error: bool = False
     role: Literal["tool"] = "tool"
     cache_control: CacheControl | None = None
+
+    @property
+    def text(self) -> str:
+        """The result's text parts, joined: all a text-only channel can carry."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
+
+    @property
+    def images(self) -> tuple[ImagePart, ...]:
+        if isinstance(self.content, str):
+            return ()
+        return tuple(p for p in self.content if isinstance(p, ImagePart))
 
 
 Message = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage

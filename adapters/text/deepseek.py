@@ -84,7 +84,7 @@ class DeepSeekFormat:
         return f"{CALLS_BEGIN}{body}{CALLS_END}"
 
     def render_result(self, result: ToolResultMessage, name: str) -> str:
-        return f"{OUTPUT_BEGIN}{result.content}{OUTPUT_END}"
+        return f"{OUTPUT_BEGIN}{result.text}{OUTPUT_END}"
 
     def parse_block(
         self,

@@ -41,7 +41,7 @@ class GenericFormat:
         return dumps(objects[0] if len(objects) == 1 else {"tool_calls": objects})
 
     def render_result(self, result: ToolResultMessage, name: str) -> str:
-        return dumps({"tool_result": {"name": name, "content": result.content}})
+        return dumps({"tool_result": {"name": name, "content": result.text}})
 
     def parse_block(
         self,

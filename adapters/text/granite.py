@@ -51,7 +51,7 @@ class GraniteFormat:
         return TOOL_CALL_TOKEN + dumps([{"name": c.name, "arguments": c.arguments} for c in calls])
 
     def render_result(self, result: ToolResultMessage, name: str) -> str:
-        return result.content
+        return result.text
 
     def parse_block(
         self,

@@ -58,7 +58,7 @@ class HermesFormat:
         )
 
     def render_result(self, result: ToolResultMessage, name: str) -> str:
-        return f"<tool_response>\n{result.content}\n</tool_response>"
+        return f"<tool_response>\n{result.text}\n</tool_response>"
 
     def parse_block(
         self,

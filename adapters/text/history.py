@@ -11,11 +11,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from adapters.text.base import ToolFormat
+from adapters.tool_results import images_message, result_text
 from llm_service.types import (
     AssistantMessage,
     ChatRequest,
     Message,
     SystemMessage,
+    TextPart,
     ToolResultMessage,
     UserMessage,
 )
@@ -47,26 +49,50 @@ def _with_tools_prompt(messages: tuple[Message, ...], prompt: str) -> tuple[Mess
 def _history(messages: tuple[Message, ...], fmt: ToolFormat) -> tuple[Message, ...]:
     names: dict[str, str] = {}
     out: list[Message] = []
-    results: list[str] = []
+    run: list[ToolResultMessage] = []  # consecutive results travel together
+
+    def close_run() -> None:
+        if run and not fmt.results_as_tool_role:
+            out.append(_results_turn(run, fmt, names))
+        elif run:
+            extra = images_message(run, names)
+            out.extend([extra] if extra else [])
+        run.clear()
+
     for message in messages:
-        if isinstance(message, ToolResultMessage) and not fmt.results_as_tool_role:
-            name = message.name or names.get(message.tool_call_id, "")
-            results.append(fmt.render_result(message, name))
+        if isinstance(message, ToolResultMessage):
+            run.append(message)
+            if fmt.results_as_tool_role:
+                out.append(_as_text(message, fmt, names))
             continue
-        if results:  # consecutive results travel together in one user turn
-            out.append(UserMessage("\n".join(results)))
-            results = []
+        close_run()
         if isinstance(message, AssistantMessage):
             names.update((c.id, c.name) for c in message.tool_calls)
             out.append(_assistant(message, fmt))
-        elif isinstance(message, ToolResultMessage):
-            name = message.name or names.get(message.tool_call_id, "")
-            out.append(replace(message, content=fmt.render_result(message, name)))
         else:
             out.append(message)
-    if results:
-        out.append(UserMessage("\n".join(results)))
+    close_run()
     return tuple(out)
+
+
+def _as_text(
+    result: ToolResultMessage, fmt: ToolFormat, names: dict[str, str]
+) -> ToolResultMessage:
+    """The result rendered in the family's style, from its text form (adapters.tool_results)."""
+    name = result.name or names.get(result.tool_call_id, "")
+    textual = replace(result, content=result_text(result), is_error=False)
+    return replace(textual, content=fmt.render_result(textual, name))
+
+
+def _results_turn(
+    run: list[ToolResultMessage], fmt: ToolFormat, names: dict[str, str]
+) -> UserMessage:
+    text = "\n".join(str(_as_text(result, fmt, names).content) for result in run)
+    extra = images_message(run, names)
+    if extra is None:
+        return UserMessage(text)
+    assert not isinstance(extra.content, str)
+    return UserMessage((TextPart(text), *extra.content))
 
 
 def _assistant(message: AssistantMessage, fmt: ToolFormat) -> AssistantMessage:

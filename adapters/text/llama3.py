@@ -64,7 +64,7 @@ class Llama3Format:
         return "; ".join(dumps({"name": c.name, "parameters": c.arguments}) for c in calls)
 
     def render_result(self, result: ToolResultMessage, name: str) -> str:
-        return result.content
+        return result.text
 
     def parse_block(
         self,

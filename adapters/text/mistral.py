@@ -63,7 +63,7 @@ class MistralFormat:
         return TOOL_CALLS + dumps(objects)
 
     def render_result(self, result: ToolResultMessage, name: str) -> str:
-        payload = {"content": result.content, "call_id": mistral_id(result.tool_call_id)}
+        payload = {"content": result.text, "call_id": mistral_id(result.tool_call_id)}
         return f"[TOOL_RESULTS]{dumps(payload)}[/TOOL_RESULTS]"
 
     def parse_block(

@@ -132,7 +132,7 @@ class PythonicFormat:
         return render_call_list(calls)
 
     def render_result(self, result: ToolResultMessage, name: str) -> str:
-        return result.content
+        return result.text
 
     def parse_block(
         self,

@@ -25,7 +25,6 @@ from gateway.anthropic_api.schemas import (
     ToolUseBlock,
     UserMessageIn,
 )
-from llm_service.errors import InvalidRequest
 from llm_service.types import (
     AssistantMessage,
     CacheControl,
@@ -62,11 +61,7 @@ STOP_REASONS: dict[FinishReason, str] = {
 def to_chat_request(body: MessagesRequest) -> ChatRequest:
     system = _system(body.system)
     tool_choice, parallel = _tool_choice(body.tool_choice)
-    messages = tuple(
-        converted
-        for index, message in enumerate(body.messages)
-        for converted in _messages(message, index)
-    )
+    messages = tuple(converted for message in body.messages for converted in _messages(message))
     return ChatRequest(
         messages=system + messages,
         tools=tuple(
@@ -133,7 +128,7 @@ def _named_choice(choice: ToolChoiceAuto | ToolChoiceAny | ToolChoiceTool) -> To
     return "required" if isinstance(choice, ToolChoiceAny) else "auto"
 
 
-def _messages(message: MessageIn, index: int) -> Iterator[Message]:
+def _messages(message: MessageIn) -> Iterator[Message]:
     if isinstance(message, AssistantMessageIn):
         yield _assistant(message)
         return
@@ -144,30 +139,28 @@ def _messages(message: MessageIn, index: int) -> Iterator[Message]:
     # Tool results answer the previous assistant turn, so they come before the user's own words
     # (as Anthropic requires them to); every other provider wants them as separate messages.
     parts: list[ContentPart] = []
-    for position, block in enumerate(message.content):
+    for block in message.content:
         if isinstance(block, ToolResultBlock):
-            yield _tool_result(block, f"messages.{index}.content.{position}")
+            yield _tool_result(block)
         else:
             parts.append(_part(block))
     if parts:
         yield UserMessage(tuple(parts))
 
 
-def _tool_result(block: ToolResultBlock, where: str) -> ToolResultMessage:
-    content = block.content
+def _tool_result(block: ToolResultBlock) -> ToolResultMessage:
     cache = block.cache_control
-    if isinstance(content, list):
-        if any(isinstance(item, ImageBlock) for item in content):
-            raise InvalidRequest(
-                "Images inside `tool_result` blocks are not supported by this gateway: send "
-                "them in a user `image` block after the result.",
-                param=f"{where}.content",
-            )
+    content: str | tuple[ContentPart, ...] = ""
+    if isinstance(block.content, str):
+        content = block.content
+    elif block.content:
         # A breakpoint inside the result covers the result: it is its last part.
-        cache = cache or next((i.cache_control for i in content if i.cache_control), None)
-        content = "".join(item.text for item in content if isinstance(item, TextBlock))
+        cache = cache or next((i.cache_control for i in block.content if i.cache_control), None)
+        content = tuple(
+            _part(item.model_copy(update={"cache_control": None})) for item in block.content
+        )
     return ToolResultMessage(
-        block.tool_use_id, content or "", is_error=bool(block.is_error), cache_control=_cache(cache)
+        block.tool_use_id, content, is_error=bool(block.is_error), cache_control=_cache(cache)
     )
 
 

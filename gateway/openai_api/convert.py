@@ -19,6 +19,7 @@ from gateway.openai_api.schemas import (
     UserMessageIn,
 )
 from llm_service.assemble import arguments_json, tool_call
+from llm_service.errors import InvalidRequest
 from llm_service.types import (
     AssistantMessage,
     ChatRequest,
@@ -52,7 +53,7 @@ def to_chat_request(body: ChatCompletionRequest) -> ChatRequest:
     else:
         tool_choice = body.tool_choice
     return ChatRequest(
-        messages=tuple(_message(m) for m in body.messages),
+        messages=tuple(_message(m, i) for i, m in enumerate(body.messages)),
         tools=tuple(
             ToolSpec(
                 name=t.function.name,
@@ -102,7 +103,7 @@ def _text(content: str | list[TextContent] | None) -> str:
     return "".join(part.text for part in content)
 
 
-def _message(message: MessageIn) -> Message:
+def _message(message: MessageIn, index: int) -> Message:
     match message:
         case SystemMessageIn():
             return SystemMessage(_text(message.content))
@@ -117,8 +118,21 @@ def _message(message: MessageIn) -> Message:
             )
             return AssistantMessage(content=_text(message.content) or None, tool_calls=calls)
         case ToolMessageIn():
-            return ToolResultMessage(message.tool_call_id, _text(message.content))
+            return ToolResultMessage(message.tool_call_id, _tool_text(message, index))
     raise AssertionError(f"unhandled message {message!r}")  # pragma: no cover
+
+
+def _tool_text(message: ToolMessageIn, index: int) -> str:
+    if isinstance(message.content, str):
+        return message.content
+    for position, part in enumerate(message.content):
+        if isinstance(part, ImageContent):
+            raise InvalidRequest(
+                "Image content is not allowed in a `tool` message (OpenAI refuses it too): send "
+                "the image in a `user` message after the tool messages.",
+                param=f"messages[{index}].content[{position}]",
+            )
+    return "".join(part.text for part in message.content if isinstance(part, TextContent))
 
 
 def _part(part: TextContent | ImageContent) -> ContentPart:

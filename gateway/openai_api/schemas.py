@@ -64,7 +64,8 @@ class AssistantMessageIn(_Model):
 
 class ToolMessageIn(_Model):
     role: Literal["tool"]
-    content: str | list[TextContent]
+    # Image parts are read only to be refused with a clear error, as OpenAI refuses them.
+    content: str | list[UserContentPart]
     tool_call_id: str = Field(min_length=1)
 
 

@@ -119,7 +119,7 @@ class _ItemReader:
             self._call(item, where)
         elif kind == "function_call_output":
             call_id = _required_str(item, "call_id", where)
-            output = _text_of(item.get("output"), f"{where}.output")
+            output = _output(item.get("output"), f"{where}.output")
             name = self._tool_names.get(call_id)
             self.messages.append(ToolResultMessage(call_id, output, name=name))
         elif kind not in _IGNORED_ITEMS:
@@ -185,6 +185,11 @@ def _text_of(content: Any, where: str) -> str:
             )
         texts.append(str(part.get("text", part.get("refusal", ""))))
     return "".join(texts)
+
+
+def _output(output: Any, where: str) -> str | tuple[ContentPart, ...]:
+    """A function's output: text, or input_text and input_image parts (as the SDK allows)."""
+    return output if isinstance(output, str) else _user_parts(output, where)
 
 
 def _user_parts(content: Any, where: str) -> tuple[ContentPart, ...]:

@@ -89,10 +89,21 @@ def _simple(message: SystemMessage | ToolResultMessage | UserMessage) -> JSON:
         return {
             "type": "function_call_output",
             "call_id": message.tool_call_id,
-            "output": message.content,
+            "output": _output(message),
         }
     role = "system" if isinstance(message, SystemMessage) else "user"
     return {"type": "message", "role": role, "content": message.content}
+
+
+def _output(result: ToolResultMessage) -> str | list[JSON]:
+    if isinstance(result.content, str):
+        return result.content
+    return [
+        {"type": "input_text", "text": p.text}
+        if isinstance(p, TextPart)
+        else {"type": "input_image", "image_url": p.url, "detail": p.detail or "auto"}
+        for p in result.content
+    ]
 
 
 def _assistant(message: AssistantMessage) -> list[JSON]:

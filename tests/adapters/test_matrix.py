@@ -5,7 +5,10 @@ format over the OpenAI-compatible one) against the wire-faithful fakes, whole an
   provider cannot force a call (Ollama, raw-text models) the choice is asked for in words, and
   ``none`` offers no tools: never silently dropped (docs/providers.md).
 - One call, parallel calls and a call without arguments come back as the same canonical calls.
-- A history with tool results (an error, an empty one) followed by an image is accepted.
+- A history with tool results (an error, an empty one) followed by an image is accepted, and
+  results that hold images reach each provider where it takes them: inside the result
+  (Anthropic), on the tool message (Ollama), in a user message after the results (OpenAI,
+  LiteLLM, raw text); an error is flagged (Anthropic) or prefixed ``Error:`` (the rest).
 - One conversation hops OpenAI -> Anthropic (extended thinking) -> Ollama -> a raw-text model ->
   OpenAI -> another Anthropic model, each hop's fake refusing what its API refuses: ids are
   rewritten where a provider rejects them, signed thinking goes back only to the model that
@@ -228,8 +231,7 @@ RESULTS_HISTORY: tuple[Message, ...] = (
 async def test_tool_results_errors_empty_and_an_image_after_them_are_accepted(
     subject: Subject, mode: str
 ) -> None:
-    """Images cannot travel inside a tool result (the canonical result is text, and only
-    Anthropic takes images there): callers send them in the next user turn, as here."""
+    """A caller's image in the user turn after the results travels as any user image."""
     subject.queue("A red pixel; the weather service is down.", [])
 
     response, _ = await run(subject.adapter, _ask("auto", *RESULTS_HISTORY), mode)
@@ -249,7 +251,7 @@ async def test_tool_results_errors_empty_and_an_image_after_them_are_accepted(
     elif subject.name in ("openai", "litellm"):
         tools = [m for m in sent["messages"] if m["role"] == "tool"]
         assert [(m["tool_call_id"], m["content"]) for m in tools] == [
-            ("call_w1", "weather service unavailable"),
+            ("call_w1", "Error: weather service unavailable"),
             ("call_t1", ""),
         ]
         assert sent["messages"][-1]["content"][1]["type"] == "image_url"
@@ -262,6 +264,86 @@ async def test_tool_results_errors_empty_and_an_image_after_them_are_accepted(
         assert "weather service unavailable" in text
         assert "get_time" in text  # the call, written as the model writes it
         assert sent["messages"][-1]["content"][1]["type"] == "image_url"
+
+
+IMAGE_RESULTS: tuple[Message, ...] = (
+    UserMessage("Radar over Oslo, and the time?"),
+    AssistantMessage(
+        tool_calls=(
+            ToolCall("call_w1", "get_weather", {"city": "Oslo"}),
+            ToolCall("call_t1", "get_time", {}),
+        ),
+    ),
+    ToolResultMessage("call_w1", (TextPart("Radar:"), ImagePart(PIXEL))),
+    ToolResultMessage("call_t1", "clock offline", is_error=True),
+)
+IMAGE_LABEL = "Images from the get_weather result (call call_w1):"
+MOVED_NOTE = "[1 image in the next user message]"
+
+
+def _assert_moved_image(message: dict[str, Any]) -> None:
+    """The user message after the results: the image, introduced by the call it answers."""
+    assert message["role"] == "user"
+    assert message["content"][-2:] == [
+        {"type": "text", "text": IMAGE_LABEL},
+        {"type": "image_url", "image_url": {"url": PIXEL}},
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tool_results_holding_images_and_errors_reach_every_provider(
+    subject: Subject, mode: str
+) -> None:
+    subject.queue("Clear skies; the clock is down.", [])
+
+    response, _ = await run(subject.adapter, _ask("auto", *IMAGE_RESULTS), mode)
+
+    assert response.message.content == "Clear skies; the clock is down."
+    sent = subject.sent
+    if subject.name == "anthropic":
+        image = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
+        assert sent["messages"][2]["content"] == [
+            {
+                "type": "tool_result",
+                "tool_use_id": "call_w1",
+                "content": [{"type": "text", "text": "Radar:"}, {"type": "image", "source": image}],
+            },
+            {
+                "type": "tool_result",
+                "tool_use_id": "call_t1",
+                "content": "clock offline",
+                "is_error": True,
+            },
+        ]
+    elif subject.name in ("openai", "litellm"):
+        assert [m["role"] for m in sent["messages"]] == [
+            "user",
+            "assistant",
+            "tool",
+            "tool",
+            "user",
+        ]
+        tools = sent["messages"][2:4]
+        assert [m["content"] for m in tools] == [f"Radar:\n{MOVED_NOTE}", "Error: clock offline"]
+        _assert_moved_image(sent["messages"][-1])
+    elif subject.name == "ollama":
+        tools = [m for m in sent["messages"] if m["role"] == "tool"]
+        assert tools == [
+            {
+                "role": "tool",
+                "content": "Radar:",
+                "images": ["iVBORw0KGgo="],
+                "tool_name": "get_weather",
+            },
+            {"role": "tool", "content": "Error: clock offline", "tool_name": "get_time"},
+        ]
+    else:
+        text = json.dumps(sent["messages"])
+        assert "Radar:" in text
+        assert MOVED_NOTE in text
+        assert "Error: clock offline" in text
+        assert "iVBORw0KGgo" not in text.split(IMAGE_LABEL)[0]  # the image only after the results
+        _assert_moved_image(sent["messages"][-1])
 
 
 # Legal for OpenAI, refused by Anthropic: rewritten on the way there, consistently.
@@ -403,6 +485,20 @@ REFUSED_BY_OPENAI: dict[str, list[dict[str, Any]]] = {
         },
         {"role": "tool", "tool_call_id": "call_2", "content": "noon"},
     ],
+    "an image in a tool message": [
+        {"role": "user", "content": "radar?"},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": [{"type": "image_url", "image_url": {"url": PIXEL}}],
+        },
+    ],
 }
 
 
@@ -443,3 +539,41 @@ async def test_the_anthropic_fake_refuses_thinking_another_model_signed(
         fake.issued.clear()
     assert answer.status_code == 400
     assert "signature" in answer.json()["error"]["message"]
+
+
+async def test_the_anthropic_fake_refuses_a_tool_result_image_anthropic_refuses(
+    all_targets: dict[str, Target],
+) -> None:
+    bad = {"type": "image", "source": {"type": "base64", "media_type": "image/bmp", "data": "Qk0="}}
+    body = {
+        "model": "claude-x",
+        "max_tokens": 10,
+        "messages": [
+            {"role": "user", "content": "radar?"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "t", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [bad]}],
+            },
+        ],
+    }
+    url = all_targets["anthropic"].config.base_url
+    async with httpx.AsyncClient() as client:
+        answer = await client.post(f"{url}/v1/messages", json=body)
+    assert answer.status_code == 400
+    assert "tool_result image" in answer.json()["error"]["message"]
+
+
+async def test_the_ollama_fake_refuses_an_image_that_is_not_bare_base64(
+    all_targets: dict[str, Target],
+) -> None:
+    message = {"role": "tool", "content": "radar", "tool_name": "t", "images": [PIXEL]}
+    body = {"model": "llama3.2", "messages": [message], "stream": False}
+    url = all_targets["ollama"].config.base_url
+    async with httpx.AsyncClient() as client:
+        answer = await client.post(f"{url}/api/chat", json=body)
+    assert answer.status_code == 400
+    assert "base64" in answer.json()["error"]

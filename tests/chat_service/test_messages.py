@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from chat_service.messages import MESSAGES as MESSAGE_JSON
 from chat_service.messages import message_json
 from chat_service.store import ConversationStore
 from db.models import ConversationMessage
@@ -50,7 +51,13 @@ MESSAGES = st.one_of(
         st.lists(_CALLS, max_size=3).map(tuple),
         st.lists(_THINKING, max_size=3).map(tuple),
     ),
-    st.builds(ToolResultMessage, _TEXT, _TEXT, _MAYBE_TEXT, st.booleans()),
+    st.builds(
+        ToolResultMessage,
+        _TEXT,
+        _TEXT | st.lists(_PARTS, max_size=3).map(tuple),
+        _MAYBE_TEXT,
+        st.booleans(),
+    ),
 )
 
 # Every type, every field set to something other than its default.
@@ -66,6 +73,7 @@ EVERY_FIELD: list[Message] = [
         thinking=(Thinking("plan", signature="sig-1"), Thinking("opaque", redacted=True)),
     ),
     ToolResultMessage("toolu_1", "found", name="lookup", is_error=True),
+    ToolResultMessage("toolu_2", (TextPart("chart:"), ImagePart("https://x.test/c.png", "low"))),
     UserMessage("Thanks"),
 ]
 
@@ -115,6 +123,26 @@ def test_rows_from_before_whole_messages_load_from_their_columns(migrated: str) 
         UserMessage("hi"),
         AssistantMessage(tool_calls=(ToolCall("call_1", "get_time", {"tz": "UTC"}),)),
         ToolResultMessage("call_1", "noon", name="get_time", is_error=True),
+    ]
+
+
+def test_a_result_stored_as_text_before_results_held_parts_still_reads() -> None:
+    """No migration: the text shape is one of the two a result's content takes."""
+    old = {
+        "role": "tool",
+        "tool_call_id": "toolu_1",
+        "content": "found",
+        "name": "lookup",
+        "is_error": True,
+        "cache_control": None,
+    }
+    assert MESSAGE_JSON.validate_python(old) == EVERY_FIELD[3]
+
+
+def test_a_result_with_parts_is_stored_part_by_part() -> None:
+    assert message_json(EVERY_FIELD[4])["content"] == [
+        {"text": "chart:", "type": "text", "cache_control": None},
+        {"url": "https://x.test/c.png", "detail": "low", "type": "image", "cache_control": None},
     ]
 
 

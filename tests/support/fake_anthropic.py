@@ -225,10 +225,39 @@ def _invalid_blocks(
                 return f"messages.{number}: tool_result blocks must come first in a user turn"
             if block.get("tool_use_id") not in pending:
                 return f"messages.{number}: unexpected tool_use_id {block.get('tool_use_id')}"
+            problem = _invalid_result_content(number, block)
+            if problem:
+                return problem
         else:
             seen_other = True
         if kind == "text" and not block.get("text"):
             return f"messages.{number}: text content blocks must be non-empty"
+    return None
+
+
+_MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _invalid_result_content(number: int, block: dict[str, Any]) -> str | None:
+    """A tool_result holds a string or text and image blocks, as Anthropic validates them."""
+    if not isinstance(block.get("is_error", False), bool):
+        return f"messages.{number}: tool_result.is_error: Input should be a valid boolean"
+    content = block.get("content", "")
+    if isinstance(content, str):
+        return None
+    for item in content:
+        kind = item.get("type")
+        if kind == "text" and not item.get("text"):
+            return f"messages.{number}: text content blocks must be non-empty"
+        if kind == "image":
+            source = item.get("source") or {}
+            if source.get("type") == "base64" and source.get("media_type") in _MEDIA_TYPES:
+                continue
+            if source.get("type") == "url" and str(source.get("url", "")).startswith("http"):
+                continue
+            return f"messages.{number}: tool_result image: invalid source {source!r}"
+        if kind not in ("text", "image"):
+            return f"messages.{number}: tool_result content: unexpected block type {kind!r}"
     return None
 
 

@@ -7,14 +7,16 @@ Ollama, ``done_reason`` is ``stop`` even when the model called tools, and calls 
 
 Like Ollama it refuses (400 ``{"error": ...}``) tool-call arguments that are not objects, tool
 messages without ``tool_name``, a ``think`` that is not a boolean or low/medium/high, and a
-``format`` that is not "json" or a schema object. It keeps the tools exactly as posted, so tests
-can see whether a schema survived the client. ``/api/embed`` answers ``input`` (a string or a
-list) with ``embeddings`` (one vector per input: ``fake_vector``, ``dimensions`` long, default 8)
-and ``prompt_eval_count``; a model it does not have gets 404 as from Ollama.
+``format`` that is not "json" or a schema object, content that is not a string, and ``images``
+(on any message, a tool's included) that are not bare base64. It keeps the tools exactly as
+posted, so tests can see whether a schema survived the client. ``/api/embed`` answers ``input``
+(a string or a list) with ``embeddings`` (one vector per input: ``fake_vector``, ``dimensions``
+long, default 8) and ``prompt_eval_count``; a model it does not have gets 404 as from Ollama.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections import deque
 from collections.abc import AsyncIterator
@@ -104,13 +106,29 @@ def _invalid(body: dict[str, Any]) -> str | None:
     fmt = body.get("format", "json")
     if fmt != "json" and not isinstance(fmt, dict):
         return f"invalid format: {fmt!r}"
-    for message in body.get("messages") or ():
-        for call in message.get("tool_calls") or ():
-            if not isinstance(call.get("function", {}).get("arguments"), dict):
-                return "json: cannot unmarshal string into Go value of type api.ToolCallArguments"
-        if message.get("role") == "tool" and not message.get("tool_name"):
-            return "tool message without tool_name"
+    return next(filter(None, map(_invalid_message, body.get("messages") or ())), None)
+
+
+def _invalid_message(message: dict[str, Any]) -> str | None:
+    for call in message.get("tool_calls") or ():
+        if not isinstance(call.get("function", {}).get("arguments"), dict):
+            return "json: cannot unmarshal string into Go value of type api.ToolCallArguments"
+    if message.get("role") == "tool" and not message.get("tool_name"):
+        return "tool message without tool_name"
+    if not isinstance(message.get("content", ""), str):
+        return "json: cannot unmarshal array into Go struct field Message.content of type string"
+    if not all(_is_base64(image) for image in message.get("images") or ()):
+        return "illegal base64 data at input byte 4"
     return None
+
+
+def _is_base64(data: Any) -> bool:
+    """Ollama decodes each image as bare base64: a data: URL or a link is refused."""
+    try:
+        base64.b64decode(data, validate=True)
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def _echo(body: dict[str, Any]) -> FakeReply:

@@ -16,7 +16,8 @@ Chat requests are refused (400 ``invalid_request_error``) where OpenAI refuses t
 id over 40 characters, a ``tool`` message that answers no call of the assistant turn before it,
 an assistant turn whose calls are not all answered, ``tool_choice`` without tools, a
 ``response_format`` that is not text, json_object or a named json_schema, an unknown
-``reasoning_effort``, Anthropic-only fields (``cache_control``, ``thinking``).
+``reasoning_effort``, Anthropic-only fields (``cache_control``, ``thinking``), an image part in
+any message but a user's (a ``tool`` message takes text only).
 """
 
 from __future__ import annotations
@@ -223,7 +224,23 @@ def _invalid_chat(body: dict[str, Any]) -> str | None:
     for key in ("thinking", "cache_control", "output_config"):
         if key in body:
             return f"Unrecognized request argument supplied: {key}"
-    return _invalid_tool_history(body.get("messages") or [])
+    return _misplaced_image(body.get("messages") or []) or _invalid_tool_history(
+        body.get("messages") or []
+    )
+
+
+def _misplaced_image(messages: list[dict[str, Any]]) -> str | None:
+    for number, message in enumerate(messages):
+        content = message.get("content")
+        role = message.get("role")
+        if role == "user" or not isinstance(content, list):
+            continue
+        if any(part.get("type") != "text" for part in content):
+            return (
+                f"Invalid 'messages[{number}]'. Image URLs are only allowed for messages with "
+                f"role 'user', but this message with role '{role}' contains an image URL."
+            )
+    return None
 
 
 def _invalid_tool_history(messages: list[dict[str, Any]]) -> str | None:

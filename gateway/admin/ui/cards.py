@@ -53,6 +53,8 @@ class CallCard:
 
 
 def _text(message: Message) -> str:
+    if isinstance(message, ToolResultMessage):
+        return message.text
     if not isinstance(message, UserMessage):
         return message.content or ""
     if isinstance(message.content, str):

@@ -8,7 +8,6 @@ import pytest
 
 from gateway.anthropic_api.convert import message_json, to_chat_request
 from gateway.anthropic_api.schemas import MessagesRequest
-from llm_service.errors import InvalidRequest
 from llm_service.types import (
     AssistantMessage,
     ChatResponse,
@@ -101,12 +100,16 @@ def test_images_become_urls() -> None:
     assert chat.messages == (UserMessage((ImagePart("data:image/gif;base64,R0lG"),)),)
 
 
-def test_image_inside_a_tool_result_is_refused_with_its_place() -> None:
+def test_a_tool_result_keeps_its_images_text_and_error_flag() -> None:
     image = {"type": "image", "source": {"type": "url", "url": "https://e.com/a.png"}}
-    block = {"type": "tool_result", "tool_use_id": "t", "content": [image]}
-    with pytest.raises(InvalidRequest) as caught:
-        to_chat_request(request(messages=[{"role": "user", "content": [block]}]))
-    assert caught.value.param == "messages.0.content.0.content"
+    text = {"type": "text", "text": "the chart"}
+    block = {"type": "tool_result", "tool_use_id": "t", "content": [text, image], "is_error": True}
+    chat = to_chat_request(request(messages=[{"role": "user", "content": [block]}]))
+    assert chat.messages == (
+        ToolResultMessage(
+            "t", (TextPart("the chart"), ImagePart("https://e.com/a.png")), is_error=True
+        ),
+    )
 
 
 @pytest.mark.parametrize(

@@ -123,19 +123,6 @@ def test_bad_bodies_raise_bad_request(stack: AnthropicStack) -> None:
             client.messages.create(model="mock", max_tokens=5, messages=messages)
 
 
-def test_image_in_tool_result_is_refused_naming_the_field(stack: AnthropicStack) -> None:
-    image = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
-    messages: list[Any] = [
-        {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": "t", "content": [image]}],
-        }
-    ]
-    with pytest.raises(anthropic.BadRequestError) as caught:
-        stack.client().messages.create(model="mock", max_tokens=5, messages=messages)
-    assert "tool_result" in caught.value.message
-
-
 def test_malformed_json_is_400(stack: AnthropicStack) -> None:
     message = assert_anthropic_error(
         post(stack, '{"model": "mock", "messages": [', stack.user_key), 400, "invalid_request_error"

@@ -227,7 +227,7 @@ def test_tool_results_go_back_upstream_in_order(
     ]
     assert sent[2:] == [
         {"role": "tool", "tool_call_id": "toolu_1", "content": "Sunny, 21C"},
-        {"role": "tool", "tool_call_id": "toolu_2", "content": "station offline"},
+        {"role": "tool", "tool_call_id": "toolu_2", "content": "Error: station offline"},
         {"role": "user", "content": [{"type": "text", "text": "Compare them."}]},
     ]
 
@@ -361,3 +361,67 @@ def test_stop_sequence_is_reported_whole_and_streamed(stack: AnthropicStack) -> 
         assert message.content[0].type == "text"
         assert message.content[0].text == "Echo: one "
         assert (message.stop_reason, message.stop_sequence) == ("stop_sequence", "two")
+
+
+RADAR = "iVBORw0KGgo="
+
+
+def _image_result_history() -> list[Any]:
+    history = _tool_history("toolu_1")[:2]
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": RADAR},
+    }
+    history.append(
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": [{"type": "text", "text": "radar:"}, image],
+                },
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_2",
+                    "content": "station offline",
+                    "is_error": True,
+                },
+            ],
+        }
+    )
+    return history
+
+
+def test_an_image_in_a_tool_result_reaches_an_openai_model_after_the_results(
+    stack: AnthropicStack, fresh_fake: FakeOpenAI
+) -> None:
+    """OpenAI refuses images in tool messages: they follow the results in a user message."""
+    fresh_fake.queue(FakeReply(text="Clouds."), FakeReply(text="Clouds."))
+    client = stack.client()
+    history = _image_result_history()
+
+    whole = client.messages.create(
+        model="gpt", max_tokens=50, messages=history, tools=[WEATHER_TOOL]
+    )
+    with client.messages.stream(
+        model="gpt", max_tokens=50, messages=history, tools=[WEATHER_TOOL]
+    ) as stream:
+        streamed = stream.get_final_message()
+
+    assert [b.type for b in whole.content] == [b.type for b in streamed.content] == ["text"]
+    for request in fresh_fake.requests:
+        sent = request["messages"]
+        assert sent[2:4] == [
+            {
+                "role": "tool",
+                "tool_call_id": "toolu_1",
+                "content": "radar:\n[1 image in the next user message]",
+            },
+            {"role": "tool", "tool_call_id": "toolu_2", "content": "Error: station offline"},
+        ]
+        assert sent[4]["role"] == "user"
+        assert sent[4]["content"][-1] == {
+            "type": "image_url",
+            "image_url": {"url": f"data:image/png;base64,{RADAR}"},
+        }

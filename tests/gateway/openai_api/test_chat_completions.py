@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import openai
 import pytest
@@ -185,6 +186,63 @@ def test_tool_results_in_history_reach_the_upstream(stack: Stack, fresh_fake: Fa
         "arguments": '{"city":"Oslo"}',
     }
     assert history[3] == {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}
+
+
+def _tool_round(content: Any) -> list[Any]:
+    return [
+        {"role": "user", "content": "Radar over Oslo?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city":"Oslo"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": content},
+    ]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_tool_message_of_text_parts_reaches_the_upstream_as_its_text(
+    stack: Stack, fresh_fake: FakeOpenAI, stream: bool
+) -> None:
+    fresh_fake.queue(FakeReply(text="Clear."))
+    parts = [{"type": "text", "text": "clear "}, {"type": "text", "text": "skies"}]
+
+    answer = client(stack).chat.completions.create(
+        model="gpt", messages=_tool_round(parts), tools=[WEATHER_TOOL], stream=stream
+    )
+
+    if stream:
+        assert "".join(c.choices[0].delta.content or "" for c in answer if c.choices) == "Clear."
+    else:
+        assert answer.choices[0].message.content == "Clear."
+    sent = fresh_fake.requests[0]["messages"][2]
+    assert sent == {"role": "tool", "tool_call_id": "call_1", "content": "clear skies"}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_image_in_a_tool_message_is_refused_naming_its_place(
+    stack: Stack, fresh_fake: FakeOpenAI, stream: bool
+) -> None:
+    """As OpenAI refuses it: the caller sends the image in a user message after the results."""
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    parts = [{"type": "text", "text": "radar:"}, image]
+
+    with pytest.raises(openai.BadRequestError) as caught:
+        client(stack).chat.completions.create(
+            model="gpt", messages=_tool_round(parts), tools=[WEATHER_TOOL], stream=stream
+        )
+
+    error = caught.value.body
+    assert isinstance(error, dict)
+    assert error["param"] == "messages[2].content[1]"
+    assert "`user` message" in error["message"]
+    assert fresh_fake.requests == []
 
 
 def test_upstream_error_maps_to_typed_error(stack: Stack, fresh_fake: FakeOpenAI) -> None:

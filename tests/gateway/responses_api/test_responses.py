@@ -126,6 +126,48 @@ def test_function_tool_turn_continues_with_previous_response_id(
         assert result["tool_use_id"] == history[1]["content"][-1]["id"]
 
 
+PIXEL = "data:image/png;base64,iVBORw0KGgo="
+
+
+@pytest.mark.parametrize("model", PROVIDERS)
+def test_a_function_output_of_text_and_image_reaches_each_provider(
+    fresh: ResponsesStack, model: str
+) -> None:
+    _queue(fresh, model, FakeReply(text="Clear skies."))
+    output = [
+        {"type": "input_text", "text": "radar:"},
+        {"type": "input_image", "image_url": PIXEL, "detail": "auto"},
+    ]
+
+    answer = fresh.client().responses.create(
+        model=model,
+        input=[
+            {"role": "user", "content": "Radar over Oslo?"},
+            {
+                "type": "function_call",
+                "call_id": "call_1",
+                "name": "get_weather",
+                "arguments": '{"city": "Oslo"}',
+            },
+            {"type": "function_call_output", "call_id": "call_1", "output": output},
+        ],
+        tools=[WEATHER_TOOL],  # type: ignore[list-item]
+    )
+
+    assert answer.output_text == "Clear skies."
+    history = _upstream(fresh, model)[0]["messages"]
+    if model == "gpt":  # no images in a tool message: they follow it in a user message
+        assert [m["role"] for m in history] == ["user", "assistant", "tool", "user"]
+        assert history[2]["content"] == "radar:\n[1 image in the next user message]"
+        assert history[3]["content"][-1]["image_url"]["url"] == PIXEL
+    else:
+        image = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
+        assert history[2]["content"][0]["content"] == [
+            {"type": "text", "text": "radar:"},
+            {"type": "image", "source": image},
+        ]
+
+
 @pytest.mark.parametrize("model", PROVIDERS)
 def test_streamed_text_assembles_in_the_sdk(fresh: ResponsesStack, model: str) -> None:
     _queue(
