@@ -8,7 +8,8 @@ In one process: the gateway app (``create_app``, SQLite, a real key) over a stat
 
 - ``GET /v1/tools`` through HTTP on a kept-alive connection (uvicorn in a thread), read by a bare
   socket client: httpx parsing the ~400 KB answer in the same process (one GIL) cost more than
-  the gateway's work and was measured with it;
+  the gateway's work and was measured with it; ``GET /v1/models`` the same way, as the floor
+  (auth, the log line, the route stack) under it;
 - the per-turn assembly a model call makes (``TurnRunner._model_call``): the tools visible to
   the key's roles, as ``ToolSpec`` tuples, called directly; and the same from
   ``ToolGovernance.tool_specs``, which keeps the tuple with the offer;
@@ -177,14 +178,13 @@ class _Client:
     """HTTP/1.1 on one kept-alive socket, reading exactly Content-Length bytes of each answer."""
 
     def __init__(self, url: str, key: str) -> None:
-        host, port = url.removeprefix("http://").split(":")
-        self._sock = socket.create_connection((host, int(port)))
-        self._request = (
-            f"GET /v1/tools HTTP/1.1\r\nhost: {host}\r\nauthorization: Bearer {key}\r\n\r\n"
-        ).encode()
+        self._host, port = url.removeprefix("http://").split(":")
+        self._sock = socket.create_connection((self._host, int(port)))
+        self._key = key
 
-    def get_tools(self) -> bytes:
-        self._sock.sendall(self._request)
+    def get(self, path: str) -> bytes:
+        request = f"GET {path} HTTP/1.1\r\nhost: {self._host}\r\nauthorization: Bearer {self._key}"
+        self._sock.sendall(f"{request}\r\n\r\n".encode())
         data = b""
         while b"\r\n\r\n" not in data:
             data += self._sock.recv(65536)
@@ -230,9 +230,10 @@ def measure(requests: int = 500) -> dict[str, float]:
         with _serving(app) as url:
             client = _Client(url, key)
             try:
-                listed = json.loads(client.get_tools())["data"]
+                listed = json.loads(client.get("/v1/tools"))["data"]
                 assert len(listed) == SERVERS * TOOLS_PER_SERVER, len(listed)
-                http_times = _timed(requests, client.get_tools)
+                http_times = _timed(requests, lambda: client.get("/v1/tools"))
+                floor = _timed(requests, lambda: client.get("/v1/models"))
             finally:
                 client.close()
         governance = app.state.services.tools
@@ -249,6 +250,7 @@ def measure(requests: int = 500) -> dict[str, float]:
         fresh = _timed(50, lambda: governance.visible_tools({"user", f"r{next(roles_seen)}"}))
     return {
         "GET /v1/tools p50 ms": _p50_ms(http_times),
+        "GET /v1/models p50 ms (the same stack, a small answer)": _p50_ms(floor),
         "per-turn tool assembly p50 ms": _p50_ms(assembly_times),
         "assembly from the offer's kept ToolSpecs (tool_specs) p50 ms": _p50_ms(kept_specs),
         "assembly after one server's tools changed p50 ms": _p50_ms(one_server),
@@ -261,7 +263,7 @@ def main() -> int:
     results = measure()
     print(f"{SERVERS} servers x {TOOLS_PER_SERVER} tools (goal: each under {GOAL_MS:g} ms)")
     for name, value in results.items():
-        print(f"{name}: {value:.2f}")
+        print(f"{name}: {value:.3f}")
     return 0
 
 
