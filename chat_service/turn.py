@@ -30,7 +30,6 @@ from llm_service.types import (
     StreamDone,
     StreamEvent,
     TextDelta,
-    ToolSpec,
     UserMessage,
 )
 
@@ -190,10 +189,10 @@ class TurnRunner:
     async def _model_call(
         self, conversation: ConversationInfo, history: Sequence[Message]
     ) -> AsyncIterator[TurnEvent | AssistantMessage]:
-        tools = self._tools.visible_tools(conversation.roles, conversation.bundle)
         request = ChatRequest(
             messages=tuple(history),
-            tools=tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools),
+            # Built once per offer (roles, bundle, catalog state), not per model call.
+            tools=self._tools.tool_specs(conversation.roles, conversation.bundle),
         )
         started = perf_counter()
         # Through the router: retries, fallbacks and the circuit breaker apply to turns too.

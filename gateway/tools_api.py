@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import orjson
 from fastapi import APIRouter, Query
 from starlette.responses import Response
 
 from gateway.auth import CurrentPrincipal, ServicesDep
-from gateway.responses import json_response
 from gateway.services import Services
 from llm_service.errors import InvalidRequest
 from mcp_client.types import StandardizedTool
 
+_BODY = "GET /v1/tools"
 router = APIRouter(prefix="/v1", tags=["tools"])
 
 
@@ -23,14 +25,19 @@ async def list_tools(
     bundle: str | None = Query(None, description="narrow the list to one named tool bundle"),
 ) -> Response:
     check_bundle(services, bundle)
-    tools = services.tools.visible_tools(principal.roles, bundle)
-    return json_response({"object": "list", "data": [_tool_json(tool) for tool in tools]})
+    # Serialized once per offer: the offer is replaced whenever what it lists may have changed.
+    body = services.tools.offer(principal.roles, bundle).derived(_BODY, _body)
+    return Response(body, media_type="application/json")
 
 
 def check_bundle(services: Services, bundle: str | None) -> None:
     """A 400 naming ``bundle`` for a bundle the config file does not define."""
     if bundle is not None and bundle not in services.tools.bundle_names():
         raise InvalidRequest(f"There is no tool bundle named `{bundle}`.", param="bundle")
+
+
+def _body(tools: Sequence[StandardizedTool]) -> bytes:
+    return orjson.dumps({"object": "list", "data": [_tool_json(tool) for tool in tools]})
 
 
 def _tool_json(tool: StandardizedTool) -> dict[str, Any]:

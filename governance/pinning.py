@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Set
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Set
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
@@ -55,6 +55,7 @@ class Pinning:
         self._trusted_servers = frozenset(settings.trusted_servers)
         self._more_trusted = trusted
         self._approved: frozenset[tuple[str, str]] = frozenset()
+        self._generation = 0  # counts changes of the approvals read here
 
     @property
     def enabled(self) -> bool:
@@ -79,7 +80,16 @@ class Pinning:
             for pin in await self.pins.hold(unseen):
                 if self._on_held is not None:
                     await self._on_held(pin)
-        self._approved = frozenset(await self.pins.approved())
+        approved = frozenset(await self.pins.approved())
+        if approved != self._approved:
+            self._approved = approved
+            self._generation += 1
+
+    def version(self) -> Hashable:
+        """Changes whenever ``held`` may answer differently for some tool definition."""
+        if not self.enabled:
+            return None
+        return (self._generation, frozenset(self._more_trusted()))
 
     def held(self, tool: StandardizedTool) -> bool:
         if not self.enabled or self.trusted(tool.server):

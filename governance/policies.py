@@ -176,6 +176,7 @@ class AppliedPolicies:
     def __init__(self, store: ToolPolicies, configured: Sequence[ConfiguredRules] = ()) -> None:
         self._store = store
         self._current: Mapping[ToolIdentity, ToolPolicy] = {}
+        self.generation = 0  # counts changes of the policies applied here
         self._configured: dict[ToolIdentity, ApprovalRules] = {
             (rules.server, rules.tool): ApprovalRules.model_validate(
                 rules.model_dump(exclude={"server", "tool"})
@@ -184,7 +185,10 @@ class AppliedPolicies:
         }
 
     async def refresh(self) -> None:
-        self._current = await self._store.all()
+        current = await self._store.all()
+        if current != self._current:
+            self._current = current
+            self.generation += 1
 
     async def change(
         self, tool: StandardizedTool, changes: dict[str, Any], actor_key_id: int

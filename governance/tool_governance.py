@@ -7,6 +7,7 @@ Callers ask their question here and need not know how the answer is made.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -15,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from governance.approval_rules import ApprovalRules
 from governance.keys import KeyDirectory, KeyState
+from governance.offered import Offer, OfferedTools
 from governance.pinning import Pinning, PinningSettings, ReviewObserver
 from governance.pins import PinStatus, PinView, ToolPins
 from governance.policies import AppliedPolicies, ToolPolicies, ToolPolicy, ToolPolicySettings
@@ -25,14 +27,20 @@ from governance.server_grants import GrantWatch, ServerGrants, uses_consent
 from governance.server_rules import RuntimeServerRules
 from governance.server_sync import RuntimeServerSync
 from governance.verdict import Facts, Verdict, judge
-from llm_service.types import ToolCall
+from llm_service.types import ToolCall, ToolSpec
 from mcp_client.catalog import MCPToolCatalog
 from mcp_client.config import CatalogSettings, MCPServerConfig
 from mcp_client.hooks import NO_HOOKS, CallHooks
-from mcp_client.index import offered_to
 from mcp_client.oauth import MemoryGrantStore
 from mcp_client.results import error_result
-from mcp_client.types import ServerHealth, StandardizedTool, ToolCatalog, ToolResult
+from mcp_client.types import (
+    CatalogPart,
+    PartedCatalog,
+    ServerHealth,
+    StandardizedTool,
+    ToolCatalog,
+    ToolResult,
+)
 from mcp_client.validation import ArgumentCheck
 
 
@@ -40,6 +48,10 @@ def destructive(tool: StandardizedTool) -> bool:
     """The server hints that the tool may destroy something (and does not claim read-only)."""
     hints = tool.annotations
     return hints.get("destructiveHint") is True and hints.get("readOnlyHint") is not True
+
+
+def _specs(tools: Sequence[StandardizedTool]) -> tuple[ToolSpec, ...]:
+    return tuple(ToolSpec(tool.name, tool.description, tool.parameters) for tool in tools)
 
 
 class ToolGovernance:
@@ -73,6 +85,11 @@ class ToolGovernance:
         self._sync = sync
         self._policies = policies
         self._pinning = pinning
+        self._offered = OfferedTools(self._offerable, catalog_settings.bundles)
+        # A catalog that does not say which servers changed is compared whole on every ask.
+        self._parts = catalog.parts if isinstance(catalog, PartedCatalog) else self._one_part
+        self._whole = CatalogPart(0, ())
+        self._generations = itertools.count(1)
         self._refreshers: list[Refresher] = []
         if sync is not None:
             self._refreshers.append(
@@ -179,8 +196,27 @@ class ToolGovernance:
     ) -> list[StandardizedTool]:
         """The tools these roles may be offered (narrowed to ``bundle`` when given; a bundle that
         does not exist selects nothing): enabled, allowed, and not held for review."""
-        visible = offered_to(self.all_tools(), roles, self._bundles, bundle)
-        return [tool for tool in visible if not self._pinning.held(tool)]
+        return list(self.offer(roles, bundle).tools)
+
+    def offer(self, roles: Iterable[str], bundle: str | None = None) -> Offer:
+        """``visible_tools`` as a kept ``Offer``: the same object until a server's tools, a
+        policy, a pin or the trusted servers change, so what is derived from it may be kept."""
+        state = (self._policies.generation, self._pinning.version())
+        return self._offered.offer(frozenset(roles), bundle, self._parts(), state)
+
+    def tool_specs(self, roles: Iterable[str], bundle: str | None = None) -> tuple[ToolSpec, ...]:
+        """``visible_tools`` as a model is offered them, built once per ``offer``."""
+        return self.offer(roles, bundle).derived(ToolSpec, _specs)
+
+    def _offerable(self, tools: Sequence[StandardizedTool]) -> tuple[StandardizedTool, ...]:
+        effective = (self._effective(tool) for tool in tools)
+        return tuple(tool for tool in effective if not self._pinning.held(tool))
+
+    def _one_part(self) -> Mapping[str, CatalogPart]:
+        tools = tuple(self._catalog.all_tools())
+        if tools != self._whole.tools:
+            self._whole = CatalogPart(next(self._generations), tools)
+        return {"": self._whole}
 
     def bundle_names(self) -> list[str]:
         return self._catalog.bundle_names()

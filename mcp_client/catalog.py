@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -17,7 +18,7 @@ from mcp_client.oauth import Consent, GrantStore
 from mcp_client.results import error_result, truncate
 from mcp_client.supervisor import ServerPolicy, ServerStatus, ServerSupervisor
 from mcp_client.transports import backend_factory
-from mcp_client.types import StandardizedTool, ToolCatalog, ToolResult
+from mcp_client.types import CatalogPart, StandardizedTool, ToolCatalog, ToolResult
 from mcp_client.validation import ArgumentCheck
 
 log = structlog.get_logger("mcp_client.catalog")
@@ -46,6 +47,8 @@ class MCPToolCatalog(ToolCatalog):
         self._checks: dict[str, ArgumentCheck] = {}  # by definition hash: built once, not per call
         self._running: set[str] = set()
         self._change = asyncio.Event()  # replaced after every change; waiters hold the old one
+        self._parts: dict[str, CatalogPart] = {}
+        self._generations = itertools.count(1)
 
     @classmethod
     def from_config(
@@ -157,6 +160,10 @@ class MCPToolCatalog(ToolCatalog):
     def all_tools(self) -> list[StandardizedTool]:
         return [tool for tool, _ in self._index.values()]
 
+    def parts(self) -> dict[str, CatalogPart]:
+        """Each server's tools; a part keeps its generation while its tools stay the same."""
+        return self._parts
+
     async def call_tool(
         self,
         name: str,
@@ -208,6 +215,20 @@ class MCPToolCatalog(ToolCatalog):
             return False
         return True
 
+    def _regroup(self, tools: Iterable[StandardizedTool]) -> dict[str, CatalogPart]:
+        # Every rebuild makes new tool objects for every server: compare by value so that one
+        # server's change leaves the others' parts (and what readers cached of them) alone.
+        grouped: dict[str, list[StandardizedTool]] = {}
+        for tool in tools:
+            grouped.setdefault(tool.server, []).append(tool)
+        parts: dict[str, CatalogPart] = {}
+        for server, listed in grouped.items():
+            part = self._parts.get(server)
+            if part is None or part.tools != tuple(listed):
+                part = CatalogPart(next(self._generations), tuple(listed))
+            parts[server] = part
+        return parts
+
     def _rebuild(self) -> None:
         served = [
             ServedTools(s.name, s.policy, s.tools, self._precedence[s.name])
@@ -217,5 +238,6 @@ class MCPToolCatalog(ToolCatalog):
         self._index = {name: (tool, self._servers[tool.server]) for name, tool in tools.items()}
         live = {tool.definition_hash for tool in tools.values()}
         self._checks = {key: check for key, check in self._checks.items() if key in live}
+        self._parts = self._regroup(tools.values())
         change, self._change = self._change, asyncio.Event()
         change.set()

@@ -9,7 +9,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from mcp_client.hooks import NO_HOOKS, CallHooks
 
@@ -60,6 +60,15 @@ def definition_hash(
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+@dataclass(frozen=True, slots=True)
+class CatalogPart:
+    """One server's tools as the catalog lists them. ``generation`` changes exactly when they do
+    (a new, dropped, renamed or redefined tool), so a reader may cache what it derives from them."""
+
+    generation: int
+    tools: tuple[StandardizedTool, ...]
+
+
 class ServerHealth(Protocol):
     def as_dict(self) -> dict[str, Any]: ...
 
@@ -104,4 +113,13 @@ class ToolCatalog(Protocol):
         """Validate and run one call. Never raises for tool failures: returns an error result.
         ``hooks`` hear its progress and the server's requests for input (a catalog that has
         neither may ignore them: requests for input are then declined)."""
+        ...
+
+
+@runtime_checkable
+class PartedCatalog(Protocol):
+    """A catalog that says which servers' tools changed (``ToolCatalog`` does not require it)."""
+
+    def parts(self) -> Mapping[str, CatalogPart]:
+        """Each server's tools by server name, in catalog order."""
         ...

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from tests.support.gateway import RunningGateway, running_gateway
-from tests.support.mcp_servers import demo_server
+from tests.support.mcp_servers import demo_server, manifest_app
 from tests.support.servers import serve
 
 
@@ -98,3 +98,44 @@ def test_readyz_reports_each_tool_server_to_admins_only(gateway: RunningGateway)
     assert servers["gone"]["state"] == "degraded"
     assert servers["gone"]["reason"].startswith("GET /tools failed")
     assert "secret-token" not in response.text
+
+
+def test_a_policy_change_and_a_runtime_server_show_in_the_list_at_once(sqlite_url: str) -> None:
+    # Each answer below comes right after a change, with the list asked for (and kept) before it.
+    with (
+        serve(manifest_app([])) as manifest_url,
+        running_gateway(
+            sqlite_url,
+            tool_catalog={"http_allow_list": [manifest_url], "discovery_timeout": 5},
+        ) as gateway,
+    ):
+        admin_key = gateway.create_key("ops", ["admin"])
+        user_key = gateway.create_key("team", ["user"])
+        admin = {"Authorization": f"Bearer {admin_key}"}
+
+        def listed() -> set[str]:
+            return {t["name"] for t in _get(gateway, "/v1/tools", user_key).json()["data"]}
+
+        assert listed() == set()
+        server = {"name": "w", "transport": "http_manifest", "url": manifest_url}
+        added = httpx.post(
+            f"{gateway.url}/v1/admin/servers",
+            json={**server, "roles": ["user"], "trusted": True},
+            headers=admin,
+            timeout=30,
+        )
+        assert added.status_code == 201, added.text
+        assert listed() == {"get_weather", "city_time", "status", "broken"}
+
+        disabled = httpx.put(
+            f"{gateway.url}/v1/admin/tools/get_weather/policy",
+            json={"enabled": False},
+            headers=admin,
+            timeout=30,
+        )
+        assert disabled.status_code == 200, disabled.text
+        assert listed() == {"city_time", "status", "broken"}
+
+        removed = httpx.delete(f"{gateway.url}/v1/admin/servers/w", headers=admin, timeout=30)
+        assert removed.status_code == 200, removed.text
+        assert listed() == set()

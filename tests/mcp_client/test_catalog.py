@@ -227,6 +227,19 @@ async def test_a_changed_tool_list_reaches_the_catalog(catalog: MCPToolCatalog) 
     assert (await catalog.call_tool("late", {})).content == "late answer"
 
 
+async def test_a_changed_tool_list_moves_that_servers_part_only(catalog: MCPToolCatalog) -> None:
+    before = catalog.parts()
+    assert list(before) == ["alpha", "beta", "local"]
+    assert (await catalog.call_tool("grow", {})).content == "grown"
+    assert await catalog.wait_for(lambda: catalog.get("late") is not None, timeout=10)
+    after = catalog.parts()
+    assert after["alpha"].generation != before["alpha"].generation
+    assert "late" in {tool.name for tool in after["alpha"].tools}
+    # Every tool object was built anew, but the others' tools are the same: their parts stay.
+    assert after["beta"] is before["beta"]
+    assert after["local"] is before["local"]
+
+
 async def test_local_tools_added_after_start_are_brought_up_by_start(
     catalog: MCPToolCatalog,
 ) -> None:
