@@ -16,6 +16,7 @@ from mcp_client.config import (
     AuthorizationCodeAuth,
     CatalogSettings,
     ClientCredentialsAuth,
+    IdentityAssertionAuth,
     MCPServerConfig,
 )
 from mcp_client.url_prefixes import BadURL, URLPrefix, allowed, parse
@@ -79,9 +80,9 @@ def _check_auth(config: MCPServerConfig) -> None:
     authorization-code flow with a public client (registered dynamically, by a metadata
     document, or pre-registered without a secret): its tokens come from an admin's consent."""
     auth = config.auth
-    if isinstance(auth, ClientCredentialsAuth):
+    if isinstance(auth, ClientCredentialsAuth | IdentityAssertionAuth):
         raise InvalidRequest(
-            "`auth` of type client_credentials is for the config file only: its secret is read "
+            f"`auth` of type {auth.type} is for the config file only: its secrets are read "
             "from the gateway's environment.",
             param="auth",
         )

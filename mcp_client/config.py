@@ -78,7 +78,47 @@ class AuthorizationCodeAuth(BaseModel):
     )
 
 
-ServerAuth = Annotated[ClientCredentialsAuth | AuthorizationCodeAuth, Field(discriminator="type")]
+class IdentityAssertionAuth(BaseModel):
+    """Enterprise-managed authorization (SEP-990): an ID token from the enterprise identity
+    provider (IdP) is exchanged there for an ID-JAG (RFC 8693), which the MCP authorization server
+    takes for an access token (RFC 7523 jwt-bearer, confidential client)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["identity_assertion"]
+    issuer: str = Field(
+        description="the MCP authorization server's issuer URL: the ID-JAG (its audience) and the "
+        "client secret go there only; no discovery picks it"
+    )
+    client_id: str = Field(description="this client at the MCP authorization server")
+    client_secret_env: str = Field(description="environment variable holding its client secret")
+    client_auth: Literal["client_secret_basic", "client_secret_post"] = "client_secret_basic"
+    scopes: list[str] = Field(default_factory=list)
+    idp_token_endpoint: str = Field(description="the IdP's token endpoint (token exchange)")
+    idp_client_id: str | None = Field(None, description="this client at the IdP")
+    idp_client_secret_env: str | None = Field(
+        None, description="environment variable holding the IdP client secret (basic auth)"
+    )
+    id_token_env: str | None = Field(
+        None, description="environment variable holding the ID token to exchange"
+    )
+    id_token_file: str | None = Field(
+        None, description="file holding the ID token, read again for every exchange (rotation)"
+    )
+
+    @model_validator(mode="after")
+    def _one_id_token_source(self) -> IdentityAssertionAuth:
+        if (self.id_token_env is None) == (self.id_token_file is None):
+            raise ValueError("set exactly one of `id_token_env` and `id_token_file`")
+        if self.idp_client_secret_env and not self.idp_client_id:
+            raise ValueError("`idp_client_secret_env` needs `idp_client_id`")
+        return self
+
+
+ServerAuth = Annotated[
+    ClientCredentialsAuth | AuthorizationCodeAuth | IdentityAssertionAuth,
+    Field(discriminator="type"),
+]
 
 
 class MCPServerConfig(BaseModel):

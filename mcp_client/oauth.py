@@ -39,9 +39,15 @@ from mcp.shared.auth import (
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import AnyUrl, BaseModel
 
-from mcp_client.backend import BackendUnavailable
-from mcp_client.config import AuthorizationCodeAuth, ClientCredentialsAuth, MCPServerConfig
+from mcp_client.config import (
+    AuthorizationCodeAuth,
+    ClientCredentialsAuth,
+    IdentityAssertionAuth,
+    MCPServerConfig,
+)
 from mcp_client.identity import DISTRIBUTION
+from mcp_client.identity_assertion import identity_assertion_auth
+from mcp_client.oauth_common import oauth_error, secret_of
 
 NOT_CONNECTED = "authorization required: an administrator must connect this server"
 # Refresh this long before the access token expires (at most half its remaining life), so a call
@@ -141,21 +147,6 @@ def describe_oauth_failure(exc: OAuthFlowError) -> str:
     return f"authorization failed: {exc}"
 
 
-def oauth_error(response: httpx2.Response) -> str:
-    """An authorization server's refusal in one line: its ``error`` code and description (RFC
-    6749 5.2), never the rest of the body."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    code = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(code, str):
-        return f"HTTP {response.status_code}"
-    description = body.get("error_description") if isinstance(body, dict) else None
-    text = f"{code} (HTTP {response.status_code})"
-    return f"{text}: {description}" if isinstance(description, str) and description else text
-
-
 def http_auth(
     config: MCPServerConfig,
     environ: Mapping[str, str],
@@ -169,14 +160,9 @@ def http_auth(
     assert config.url is not None  # the config validator requires it for HTTP servers
     if isinstance(auth, ClientCredentialsAuth):
         return _client_credentials(config.url, auth, environ, storage)
+    if isinstance(auth, IdentityAssertionAuth):
+        return identity_assertion_auth(config.url, auth, environ, storage)
     return _authorization_code(config.url, auth, environ, storage, consent)
-
-
-def secret_of(environ: Mapping[str, str], variable: str, what: str) -> str:
-    value = environ.get(variable)
-    if not value:
-        raise BackendUnavailable(f"environment variable {variable} ({what}) is not set")
-    return value
 
 
 def _client_credentials(

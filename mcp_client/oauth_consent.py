@@ -31,9 +31,9 @@ from mcp_client.oauth import (
     GrantStore,
     SharedGrantProvider,
     client_metadata,
-    oauth_error,
     registered_client,
 )
+from mcp_client.oauth_common import oauth_error
 
 TIMEOUT_SECONDS = 30.0
 

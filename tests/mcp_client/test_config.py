@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from gateway.settings import ConfigError, load_settings
-from mcp_client.config import MCPServerConfig
+from mcp_client.config import IdentityAssertionAuth, MCPServerConfig
 
 SHIPPED = Path(__file__).parents[2] / "config" / "gateway.yaml"
 
@@ -26,6 +26,49 @@ SHIPPED = Path(__file__).parents[2] / "config" / "gateway.yaml"
 def test_bad_server_configs_are_refused(fields: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         MCPServerConfig.model_validate({"name": "srv", **fields})
+
+
+_ENTERPRISE = {
+    "type": "identity_assertion",
+    "issuer": "https://mcp-auth.example.com",
+    "client_id": "gateway",
+    "client_secret_env": "MCP_AS_SECRET",
+    "idp_token_endpoint": "https://idp.example.com/token",
+}
+
+
+def test_enterprise_managed_auth_reads_its_id_token_from_one_source() -> None:
+    config = MCPServerConfig.model_validate(
+        {
+            "name": "srv",
+            "transport": "streamable_http",
+            "url": "https://mcp.example.com/mcp",
+            "auth": {**_ENTERPRISE, "id_token_file": "/var/run/idp/token"},
+        }
+    )
+    assert isinstance(config.auth, IdentityAssertionAuth)
+    assert config.auth.client_auth == "client_secret_basic"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({}, "exactly one of `id_token_env` and `id_token_file`"),
+        ({"id_token_env": "T", "id_token_file": "/t"}, "exactly one of `id_token_env`"),
+        ({"id_token_env": "T", "idp_client_secret_env": "S"}, "needs `idp_client_id`"),
+        ({"id_token_env": "T", "issuer": None}, "issuer"),
+    ],
+)
+def test_bad_enterprise_managed_auth_is_refused(fields: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        MCPServerConfig.model_validate(
+            {
+                "name": "srv",
+                "transport": "streamable_http",
+                "url": "https://mcp.example.com/mcp",
+                "auth": {**_ENTERPRISE, **fields},
+            }
+        )
 
 
 def test_duplicate_server_names_are_refused(tmp_path: Path) -> None:

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from mcp_client.conformance import run
 from tests.support.node_tools import node_tools
 
 # Not beside the parallel part of the suite either, for the same reason.
@@ -109,10 +108,3 @@ def test_the_suites_client_scenario_passes(scenario: str, tmp_path: Path) -> Non
     assert "WARNING" not in statuses, report
     assert "SUCCESS" in statuses, report
     assert finished.returncode == 0, report
-
-
-def test_an_unsupported_scenario_is_refused_with_the_reason(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    assert run("http://127.0.0.1:9/mcp", "auth/cross-app-access-complete-flow") == 1
-    assert "SEP-990" in capsys.readouterr().err
