@@ -41,5 +41,9 @@ def serve(app: ASGIApp, startup_timeout: float = 90.0) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(30)
+        # Shutdown runs the app's lifespan end (the usage flush, among others): a test that
+        # reads what it wrote must not go on before it finished, however loaded the machine.
+        thread.join(startup_timeout)
         sock.close()
+        if thread.is_alive():
+            raise RuntimeError("the test server did not stop")
