@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from chat_service.errors import ConversationNotFound
-from chat_service.events import TurnEvent, summarize
+from chat_service.events import TurnEvent, TurnSummary
 from chat_service.store import ConversationInfo
 from chat_service.tool_inputs import call_of
 from gateway import sse
@@ -87,10 +87,13 @@ async def send_message(request: Request) -> Response:
     turn = services.turns.start(conversation_id, principal.roles, UserMessage(body.content))
     # The first event is awaited here so a busy conversation answers 409, not a broken stream.
     first = await anext(turn)
-    watched = services.background.relay(_prepend(first, turn))
     if body.stream:
+        watched = services.background.relay(_prepend(first, turn))
         return EventStreamResponse(sse.encode_all(watched))
-    return json_response((await summarize(watched)).to_json(conversation_id))
+    summary = TurnSummary()
+    for event in await services.background.complete(_prepend(first, turn)):
+        summary.add(event)
+    return json_response(summary.to_json(conversation_id))
 
 
 @router.post(
