@@ -53,6 +53,20 @@ class BackgroundTurns:
 
         return watch()
 
+    async def complete(self, turn: AsyncIterator[TurnEvent]) -> list[TurnEvent]:
+        """Run ``turn`` to its end in a task, returning its events: for a caller that wants only
+        the outcome, without ``relay``'s queue hand-off (a task switch per event). The caller's
+        cancellation (a disconnect) leaves the turn running, as with ``relay``."""
+        events: list[TurnEvent] = []
+
+        async def run() -> None:
+            async for event in turn:
+                self._on_event(event)
+                events.append(event)
+
+        await asyncio.shield(self._spawn(run()))
+        return events
+
     def resume(self, conversation_id: str) -> None:
         async def run() -> None:
             async for event in self._turns.resume(conversation_id):
@@ -86,10 +100,11 @@ class BackgroundTurns:
                 log.exception("sweep_failed")
             await asyncio.sleep(every_seconds)
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.create_task(self._logged(coroutine))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     @staticmethod
     async def _logged(coroutine: Coroutine[Any, Any, None]) -> None:

@@ -98,6 +98,7 @@ def create_app(
         **anthropic_routes.HOT_ROUTES,
         **responses_routes.HOT_ROUTES,
         **embeddings_api.HOT_ROUTES,
+        **conversations_api.HOT_ROUTES,
     }
     app.add_middleware(HotRoutes, routes=documented_routes(app, hot_routes))
     app.add_middleware(

@@ -8,17 +8,19 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import Request
 from starlette.responses import Response
 
 from chat_service.errors import ConversationNotFound
-from chat_service.events import TurnEvent, summarize
+from chat_service.events import TurnEvent, TurnSummary
 from chat_service.store import ConversationInfo
 from chat_service.tool_inputs import call_of
 from gateway import sse
-from gateway.auth import CurrentPrincipal, ServicesDep, authorize_model
+from gateway.auth import CurrentPrincipal, ServicesDep, authenticate, authorize_model
+from gateway.chat_route import json_body
 from gateway.keys import Principal
 from gateway.responses import json_response
-from gateway.services import Services
+from gateway.services import Services, get_services
 from gateway.sse import EventStreamResponse
 from gateway.tools_api import check_bundle
 from llm_service.types import UserMessage
@@ -71,16 +73,12 @@ async def create_conversation(
     return json_response(conversation.to_json(), 201)
 
 
-@router.post(
-    "/{conversation_id}/messages",
-    responses=sse.stream_responses("The turn's result, or with `stream: true` its typed events"),
-)
-async def send_message(
-    conversation_id: str,
-    body: NewMessage,
-    principal: CurrentPrincipal,
-    services: ServicesDep,
-) -> Response:
+async def send_message(request: Request) -> Response:
+    """Served past FastAPI's router (``gateway.hot_routes``), as ``/v1/chat/completions`` is."""
+    services = await get_services(request)
+    principal = await authenticate(request, services)
+    body = await json_body(request, NewMessage.model_validate_json)
+    conversation_id: str = request.path_params["conversation_id"]
     conversation = await _owned(services, principal, conversation_id)
     authorize_model(services, principal, conversation.model)
     await services.limits.admit(principal)
@@ -89,10 +87,27 @@ async def send_message(
     turn = services.turns.start(conversation_id, principal.roles, UserMessage(body.content))
     # The first event is awaited here so a busy conversation answers 409, not a broken stream.
     first = await anext(turn)
-    watched = services.background.relay(_prepend(first, turn))
     if body.stream:
+        watched = services.background.relay(_prepend(first, turn))
         return EventStreamResponse(sse.encode_all(watched))
-    return json_response((await summarize(watched)).to_json(conversation_id))
+    summary = TurnSummary()
+    for event in await services.background.complete(_prepend(first, turn)):
+        summary.add(event)
+    return json_response(summary.to_json(conversation_id))
+
+
+@router.post(
+    "/{conversation_id}/messages",
+    name="send_message",
+    response_model=None,
+    responses=sse.stream_responses("The turn's result, or with `stream: true` its typed events"),
+)
+async def send_message_declared(conversation_id: str, body: NewMessage) -> Response:
+    """Declares the route and its body for OpenAPI; ``send_message`` serves every request."""
+    raise AssertionError("POST /v1/conversations/{id}/messages is a hot route")
+
+
+HOT_ROUTES = {("POST", "/v1/conversations/{conversation_id}/messages"): send_message}
 
 
 async def _prepend(first: TurnEvent, rest: AsyncIterator[TurnEvent]) -> AsyncIterator[TurnEvent]:

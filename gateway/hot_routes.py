@@ -25,14 +25,17 @@ MethodAndPath = tuple[str, str]
 
 
 class HotRoutes:
+    """Exact paths by one dict lookup; paths with parameters (``{id}``) by their route's regex."""
+
     def __init__(
         self, app: ASGIApp, routes: Mapping[MethodAndPath, tuple[Handler, BaseRoute]]
     ) -> None:
         self.app = app
-        self.routes = routes
+        self.routes = {key: hot for key, hot in routes.items() if "{" not in key[1]}
+        self.templated = [(key[0], hot) for key, hot in routes.items() if "{" in key[1]]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        hot = self.routes.get((scope["method"], scope["path"])) if scope["type"] == "http" else None
+        hot = self._match(scope) if scope["type"] == "http" else None
         if hot is None:
             await self.app(scope, receive, send)
             return
@@ -43,6 +46,18 @@ class HotRoutes:
         except Exception as exc:
             response = await handle_error(request, exc)
         await response(scope, receive, send)
+
+    def _match(self, scope: Scope) -> tuple[Handler, BaseRoute] | None:
+        hot = self.routes.get((scope["method"], scope["path"]))
+        if hot is not None:
+            return hot
+        for method, (handler, route) in self.templated:
+            if method == scope["method"]:
+                match, child = route.matches(scope)
+                if match == Match.FULL:
+                    scope.update(child)  # path_params, as the router would set them
+                    return handler, route
+        return None
 
 
 def documented_routes(

@@ -18,6 +18,10 @@ async def _fast(request: Request) -> Response:
     return PlainTextResponse(f"hot, documented by {route.name}")
 
 
+async def _item(request: Request) -> Response:
+    return PlainTextResponse(f"item {request.path_params['item_id']}")
+
+
 async def _refusing(request: Request) -> Response:
     raise ModelNotFound("The model `x` does not exist.", param="model")
 
@@ -39,7 +43,20 @@ def _app() -> FastAPI:
     async def slow_neighbour() -> Response:
         return PlainTextResponse("through FastAPI")
 
-    hot = {("POST", "/fast"): _fast, ("POST", "/refusing"): _refusing, ("POST", "/broken"): _broken}
+    @app.post("/items/{item_id}/parts", name="item")
+    async def declared_item(item_id: str) -> Response:
+        raise AssertionError("a hot route's declaration is never called")
+
+    @app.get("/items/{item_id}/parts")
+    async def item_neighbour(item_id: str) -> Response:
+        return PlainTextResponse(f"through FastAPI {item_id}")
+
+    hot = {
+        ("POST", "/fast"): _fast,
+        ("POST", "/refusing"): _refusing,
+        ("POST", "/broken"): _broken,
+        ("POST", "/items/{item_id}/parts"): _item,
+    }
     app.add_middleware(HotRoutes, routes=documented_routes(app, hot))
     app.add_middleware(RequestContextMiddleware)
     return app
@@ -60,6 +77,12 @@ async def test_a_hot_route_is_served_with_its_documenting_route_in_scope() -> No
 async def test_other_methods_and_paths_go_through_fastapi() -> None:
     assert (await _call("GET", "/fast")).text == "through FastAPI"
     assert (await _call("POST", "/elsewhere")).status_code == 404
+
+
+async def test_a_path_with_parameters_is_hot_and_gets_its_path_params() -> None:
+    assert (await _call("POST", "/items/a7/parts")).text == "item a7"
+    assert (await _call("GET", "/items/a7/parts")).text == "through FastAPI a7"
+    assert (await _call("POST", "/items/a7/parts/more")).status_code == 404
 
 
 async def test_a_gateway_error_gets_the_same_body_as_through_fastapi() -> None:
