@@ -10,7 +10,7 @@ human must decide, and runs it at most once.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -18,8 +18,9 @@ from opentelemetry.trace import Tracer
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from chat_service.call_hooks import CallListeners
 from chat_service.config import ToolLoopSettings
-from chat_service.events import TurnEvent
+from chat_service.events import ToolCallProgress, TurnEvent
 from chat_service.executor import ToolExecutor
 from chat_service.store import ConversationStore
 from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView, arguments_hash
@@ -33,6 +34,8 @@ from llm_service.types import ToolCall
 MCP_MODEL = "mcp"
 _RESUMABLE = (CallState.AWAITING_APPROVAL.value, CallState.APPROVED.value)
 CANCELLED = "The MCP client cancelled the call (or went away) while it ran."
+# Hears the tool server's progress while the call runs here (forwarded to the MCP client).
+OnProgress = Callable[[ToolCallProgress], Awaitable[None]]
 
 
 class GovernedCalls:
@@ -49,10 +52,16 @@ class GovernedCalls:
         self._sessions = sessions
         self._calls = calls
         self._conversations = conversations
-        self._executor = ToolExecutor(tools, calls, settings, tracer=tracer)
+        listeners = CallListeners(progress_interval_seconds=settings.progress_interval_seconds)
+        self._executor = ToolExecutor(tools, calls, settings, tracer=tracer, listeners=listeners)
 
     async def propose(
-        self, principal: Principal, bundle: str | None, name: str, arguments: dict[str, Any]
+        self,
+        principal: Principal,
+        bundle: str | None,
+        name: str,
+        arguments: dict[str, Any],
+        on_progress: OnProgress | None = None,
     ) -> ToolCallView:
         """Proposes and decides the call, and runs it when it needs no approval. The call as it
         stands: settled, or ``awaiting_approval``."""
@@ -61,7 +70,9 @@ class GovernedCalls:
         )
         call = ToolCall(f"mcp_{uuid.uuid4().hex}", name, arguments)
         proposed = await self._last(
-            conversation.id, self._executor.run_round(conversation, (call,), 0, budget=1)
+            conversation.id,
+            self._executor.run_round(conversation, (call,), 0, budget=1),
+            on_progress,
         )
         if proposed is None:  # the executor always yields the proposal first
             raise RuntimeError("the tool call produced no event")
@@ -90,10 +101,12 @@ class GovernedCalls:
             record_id = await session.scalar(query)
         return None if record_id is None else await self._calls.get(record_id)
 
-    async def run_approved(self, call: ToolCallView) -> ToolCallView:
+    async def run_approved(
+        self, call: ToolCallView, on_progress: OnProgress | None = None
+    ) -> ToolCallView:
         """Runs an approved call (decided again at the last moment; at most once, whichever
         replica wins)."""
-        ran = await self._last(call.conversation_id, self._executor.execute([call]))
+        ran = await self._last(call.conversation_id, self._executor.execute([call]), on_progress)
         # None: another request holding the same call won the race to run it.
         return ran or await self._calls.get(call.record_id) or call
 
@@ -110,7 +123,10 @@ class GovernedCalls:
         return call if conversation.model == MCP_MODEL else None
 
     async def _last(
-        self, conversation_id: str, events: AsyncIterator[TurnEvent]
+        self,
+        conversation_id: str,
+        events: AsyncIterator[TurnEvent],
+        on_progress: OnProgress | None = None,
     ) -> ToolCallView | None:
         """The call as the last event left it. A caller that goes away cancels the tool
         server's call; the call then ends ``failed`` rather than ``executing`` forever."""
@@ -118,6 +134,8 @@ class GovernedCalls:
         try:
             async for event in events:
                 last = await self._kept(conversation_id, event) or last
+                if on_progress is not None and isinstance(event, ToolCallProgress):
+                    await on_progress(event)
         except BaseException:
             if last is not None:
                 with anyio.CancelScope(shield=True):

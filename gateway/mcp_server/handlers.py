@@ -12,10 +12,11 @@ import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from opentelemetry.trace import Tracer
 
+from chat_service.events import ToolCallProgress
 from chat_service.tool_calls import SETTLED, CallState, ToolCallView
 from gateway.keys import Principal
 from gateway.limits.limiter import RateLimited
-from gateway.mcp_server.calls import CANCELLED, GovernedCalls
+from gateway.mcp_server.calls import CANCELLED, GovernedCalls, OnProgress
 from gateway.mcp_server.cancellation import InFlight, cancel_once
 from gateway.mcp_server.listing import mcp_tools
 from gateway.mcp_server.waiting import wait_for_decision
@@ -106,7 +107,10 @@ class McpHandlers:
             cancel_once(work)  # a no-op once it is done; otherwise the handler was cancelled
 
     async def start(
-        self, caller: Caller, params: types.CallToolRequestParams
+        self,
+        caller: Caller,
+        params: types.CallToolRequestParams,
+        on_progress: OnProgress | None = None,
     ) -> ToolCallView | types.CallToolResult:
         """Admits the call under the key's limits and proposes it, or resumes the same call the
         key made before and still awaits (see ``GovernedCalls.held``): the call as it stands,
@@ -118,7 +122,9 @@ class McpHandlers:
         arguments = params.arguments or {}
         call = await self.calls.held(caller.principal, params.name, arguments)
         if call is None:
-            call = await self.calls.propose(caller.principal, caller.bundle, params.name, arguments)
+            call = await self.calls.propose(
+                caller.principal, caller.bundle, params.name, arguments, on_progress
+            )
         return call
 
     async def _call_tool(
@@ -128,7 +134,14 @@ class McpHandlers:
         params: types.CallToolRequestParams,
     ) -> types.CallToolResult:
         started = perf_counter()
-        call = await self.start(caller, params)
+
+        async def forward(event: ToolCallProgress) -> None:
+            # The tool server's progress, under the client's own progress token (a no-op when
+            # it sent none); a task's status changes carry no progress value and stay here.
+            if event.progress is not None:
+                await ctx.session.report_progress(event.progress, event.total, event.message)
+
+        call = await self.start(caller, params, forward)
         if isinstance(call, types.CallToolResult):
             return call
         if call.state is CallState.AWAITING_APPROVAL:
@@ -138,7 +151,7 @@ class McpHandlers:
                 return _still_pending(call)
             call = decided
         if call.state is CallState.APPROVED:
-            call = await self.calls.run_approved(call)
+            call = await self.calls.run_approved(call, forward)
         self.record_usage(caller.principal, call, started)
         return result_of(call)
 

@@ -14,7 +14,7 @@ import mcp_types as types
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 from gateway.mcp_server.handlers import RESULT_META_KEY
 from tests.support.gateway import RunningGateway, running_gateway
@@ -59,6 +59,12 @@ def desk_server() -> Desk:
             desk.hang_cancelled.set()
             raise
         return "unreachable"
+
+    @server.tool(description="Counts to three, reporting each step.")
+    async def count(ctx: Context) -> str:
+        for step in range(1, 4):
+            await ctx.report_progress(step, 3, f"step {step} of 3")
+        return "counted"
 
     @server.tool(description="Erase everything (an administrator switches it off).")
     def wipe() -> str:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import anyio
 import httpx2
 import pytest
+from mcp import types
 
 from tests.gateway.mcp_server.conftest import (
     Desk,
     McpStack,
     call,
+    mcp_session,
     record_of,
     stack_on,
     text_of,
@@ -87,3 +90,23 @@ def test_calls_count_against_the_keys_limits(limited: McpStack) -> None:
     assert second.is_error
     assert "Retry after" in text_of(second)
     assert record_of(first)["state"] == "succeeded"
+
+
+def test_the_tool_servers_progress_reaches_the_mcp_client(mcp_stack: McpStack) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async def run() -> types.CallToolResult:
+        async with mcp_session(mcp_stack.mcp_url, mcp_stack.user_key) as session:
+            return await session.call_tool("count", {}, progress_callback=progress)
+
+    result = anyio.run(run)
+
+    assert text_of(result) == "counted"
+    # Thinned to tool_loop.progress_interval_seconds, as in a conversation; the last step always
+    # comes through.
+    assert seen
+    assert seen[-1] == (3, 3, "step 3 of 3")
+    assert [step for step, _, _ in seen] == sorted(step for step, _, _ in seen)

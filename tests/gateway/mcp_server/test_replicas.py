@@ -56,7 +56,7 @@ def test_a_session_spans_two_replicas_and_outlives_one(
 
         async def work(session: ClientSession) -> list[types.CallToolResult]:
             names = sorted(t.name for t in (await session.list_tools()).tools)
-            assert names == ["hang", "lookup", "transfer", "wipe"]
+            assert names == ["count", "hang", "lookup", "transfer", "wipe"]
             looked_up = await session.call_tool("lookup", {"word": "replica"})
             # The call waits on the first replica; the reviewer decides on the second.
             balancer.only = 0

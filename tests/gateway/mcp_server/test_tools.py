@@ -29,8 +29,8 @@ def test_two_keys_see_exactly_what_v1_tools_lists_for_each(mcp_stack: McpStack) 
     user = listed(mcp_stack, mcp_stack.user_key)
     analyst = listed(mcp_stack, mcp_stack.analyst_key)
 
-    assert user == ["hang", "lookup", "transfer", "wipe"]
-    assert analyst == ["hang", "lookup", "payroll", "transfer", "wipe"]
+    assert user == ["count", "hang", "lookup", "transfer", "wipe"]
+    assert analyst == ["count", "hang", "lookup", "payroll", "transfer", "wipe"]
     assert user == over_http(mcp_stack, mcp_stack.user_key)
     assert analyst == over_http(mcp_stack, mcp_stack.analyst_key)
     bundled = listed(mcp_stack, mcp_stack.user_key, f"{mcp_stack.mcp_url}?bundle=reading")
