@@ -18,26 +18,21 @@ conversation is timed as well. PostgreSQL gets a throwaway database, dropped aft
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import asyncpg
 import httpx
 import yaml
 
 from bench import procstat, targets
+from bench.databases import throwaway_postgres
 from bench.stats import percentile
 
-POSTGRES_URL = os.environ.get(
-    "GATEWAY_BENCH_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
-)
 TIMEOUT = 30.0
 
 
@@ -64,29 +59,13 @@ class Settings:
     databases: tuple[str, ...] = ("sqlite", "postgresql")
 
 
-def _plain(url: str) -> str:
-    return url.replace("postgresql+asyncpg://", "postgresql://", 1)
-
-
-async def _admin(statement: str) -> None:
-    connection = await asyncpg.connect(_plain(POSTGRES_URL), timeout=5)
-    try:
-        await connection.execute(statement)
-    finally:
-        await connection.close()
-
-
 @contextmanager
 def database(kind: str, workdir: Path) -> Iterator[str]:
     if kind == "sqlite":
         yield f"sqlite+aiosqlite:///{workdir}/conversations.db"
         return
-    name = f"bench_conv_{uuid.uuid4().hex[:10]}"
-    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"{POSTGRES_URL.rpartition('/')[0]}/{name}"
-    finally:
-        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with throwaway_postgres("bench_conv") as url:
+        yield url
 
 
 @dataclass

@@ -14,24 +14,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import time
-import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
 import asyncpg
 
+from bench.databases import plain, throwaway_postgres
 from db.base import utcnow
 from db.engine import create_engine, session_factory
 from gateway.admin.api.usage import UsageQuery, usage_report
 from migrations.commands import upgrade
 
-POSTGRES_URL = os.environ.get(
-    "GATEWAY_BENCH_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
-)
 BEFORE_ROLLUPS = "0011"
 SEED = """
 INSERT INTO usage_records (created_at, request_id, api_key_id, key_name, route, model, provider,
@@ -49,20 +45,8 @@ FROM generate_series(1, $1) AS n
 GOALS_MS = {"30 days by key and model": 300, "90 days by day": 1000}
 
 
-def _plain(url: str) -> str:
-    return url.replace("postgresql+asyncpg://", "postgresql://", 1)
-
-
-async def _admin(statement: str) -> None:
-    connection = await asyncpg.connect(_plain(POSTGRES_URL))
-    try:
-        await connection.execute(statement)
-    finally:
-        await connection.close()
-
-
 async def _seed(url: str, rows: int) -> None:
-    connection = await asyncpg.connect(_plain(url))
+    connection = await asyncpg.connect(plain(url))
     try:
         await connection.execute(SEED, rows)
         await connection.execute("ANALYZE usage_records")
@@ -71,7 +55,7 @@ async def _seed(url: str, rows: int) -> None:
 
 
 async def _analyze(url: str) -> int:
-    connection = await asyncpg.connect(_plain(url))
+    connection = await asyncpg.connect(plain(url))
     try:
         await connection.execute("ANALYZE usage_hourly")
         count: int = await connection.fetchval("SELECT count(*) FROM usage_hourly")
@@ -139,10 +123,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--output", type=Path, default=Path("docs/usage-benchmark.md"))
     args = parser.parse_args(argv)
-    name = f"gw_bench_{uuid.uuid4().hex[:10]}"
-    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
-    url = f"{POSTGRES_URL.rpartition('/')[0]}/{name}"
-    try:
+    with throwaway_postgres("gw_bench") as url:
         upgrade(url, BEFORE_ROLLUPS)
         started = time.perf_counter()
         asyncio.run(_seed(url, args.rows))
@@ -152,8 +133,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         backfilled = time.perf_counter() - started
         rollups = asyncio.run(_analyze(url))
         timings = asyncio.run(_time_queries(url, args.repeats))
-    finally:
-        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     report = _document(args.rows, seeded, backfilled, rollups, timings)
     args.output.write_text(report, encoding="utf-8")
     print(report)
