@@ -267,6 +267,7 @@ def render(results: Results) -> str:
             f"- Machine: {machine()}",
             f"- Versions: {versions}",
             f"- Settings: {results.settings}",
+            *machine_speed(results),
             "",
             "## Throughput and latency",
             "",
@@ -289,6 +290,33 @@ def render(results: Results) -> str:
             *_mcp_section(results),
         ]
     )
+
+
+# The C programs' CPU per request in the run whose goals were set (2026-11-23, an Intel Xeon):
+# the same nginx and wrk binaries doing the same work, so their ratio tells how fast this
+# machine is against that one (the figures of issue 22 were taken there).
+_REFERENCE_UPSTREAM_CPU_MS = 0.0226  # nginx, whole, concurrency 1
+_REFERENCE_WRK_CPU_MS = 0.0191  # wrk against the gateway, whole, concurrency 64
+
+
+def machine_speed(results: Results) -> list[str]:
+    """How much slower (or faster) this machine runs fixed C work than the reference run."""
+    parts = []
+    upstream = results.row("upstream", "whole", 1)
+    if upstream:
+        factor = upstream.cpu_ms_per_request / _REFERENCE_UPSTREAM_CPU_MS
+        parts.append(f"nginx {factor:.1f}x")
+    gateway = results.row("gateway", "whole", 64)
+    if gateway and gateway.result.requests:
+        wrk = gateway.result.wrk_cpu_seconds * 1000 / gateway.result.requests
+        parts.append(f"wrk {wrk / _REFERENCE_WRK_CPU_MS:.1f}x")
+    if not parts:
+        return []
+    return [
+        f"- Machine speed: CPU per request of the same C programs against the run the goals "
+        f"were set on (2026-11-23, Intel Xeon): {', '.join(parts)} (above 1: this machine is "
+        f"slower, and every CPU and latency figure here with it)"
+    ]
 
 
 def _ratio(results: Results, mode: str, connections: int) -> float | None:
@@ -332,7 +360,12 @@ def goals(results: Results) -> list[str]:
         if single and several and single.result.rps:
             ratio = several.result.rps / single.result.rps
             checks.append((f"workers vs one process at 64, {mode}: req/s", ratio, 1.8, "x"))
+    for mode, limit in (("whole", 0.22), ("stream", 0.32)):
+        single = results.row("gateway", mode, 64)
+        cpu = single.cpu_ms_per_request if single else None
+        checks.append((f"CPU per request at 64, {mode}, one process", cpu, limit, "ms"))
     checks += _conversation_goals(results.conversation)
+    checks += _tool_round_goal(results)
     if gw:
         checks.append(("RSS with 1,000 streams open", gw.streams_rss_mb, 300.0, "MB"))
         checks.append(("idle RSS", gw.idle_rss_mb, 150.0, "MB"))
@@ -344,6 +377,19 @@ def goals(results: Results) -> list[str]:
         bound = f"{'>=' if at_least else '<'} {limit:g} {unit}"
         lines.append(f"| {name} | {bound} | {shown} | {'yes' if met else 'no'} |")
     return lines
+
+
+def _tool_round_goal(results: Results) -> list[tuple[str, float | None, float, str]]:
+    """A turn with one stdio tool call minus a turn without, minus the tool call's own time
+    (the MCP SDK alone calling the same server, one at a time)."""
+    base = next((r for r in results.mcp_turns if r.tool == "no tool"), None)
+    with_tool = next((r for r in results.mcp_turns if r.tool == "stdio"), None)
+    alone = ("stdio", "direct", 1)
+    direct = next((r for r in results.mcp if (r.transport, r.client, r.concurrency) == alone), None)
+    if base is None or with_tool is None or direct is None:
+        return []
+    added = with_tool.p50_ms - base.p50_ms - direct.p50_ms
+    return [("tool round p50 over the tool's own time, stdio", added, 6.0, "ms")]
 
 
 _TURN_GOALS_MS = {"sqlite": 2.0, "postgresql": 3.0}
