@@ -110,9 +110,9 @@ def _document(
     lines += [
         "",
         "Reports read whole days from `usage_daily` and only the window's partial first day from",
-        "`usage_hourly` (docs/admin.md, Usage reports and rollups): here 30 days by key and model",
-        "sums about 18,000 daily rows and up to 14,000 hourly ones, instead of 430,000 hourly rows",
-        "(940 ms before the daily rollups, on the same data).",
+        "`usage_hourly` (docs/admin.md, Usage reports and rollups): at the default 10 million",
+        "records, 30 days by key and model sums about 18,000 daily rows and up to 14,000 hourly",
+        "ones, instead of 430,000 hourly rows (940 ms before the daily rollups, on the same data).",
     ]
     return "\n".join(lines) + "\n"
 
