@@ -19,7 +19,7 @@ import asyncio
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, NamedTuple, cast
@@ -137,7 +137,7 @@ _ADD_EVENT = (
 # snapshot, and always one row (the count) even when nothing is new.
 _HISTORY = (
     "SELECT held.n, m.id, m.role, m.message, m.content, m.tool_calls, m.tool_call_id, m.name, "
-    "m.is_error, m.created_at FROM (SELECT count(*) AS n FROM conversation_messages "
+    "m.is_error FROM (SELECT count(*) AS n FROM conversation_messages "
     "WHERE conversation_id = ? AND id <= ?) AS held "
     "LEFT JOIN conversation_messages AS m ON m.conversation_id = ? AND m.id > ? ORDER BY m.id"
 )
@@ -165,24 +165,27 @@ class _LegacyRow(NamedTuple):
     is_error: bool
 
 
-def _message_of(row: Sequence[Any]) -> StoredMessage:
+def _message_of(row: Sequence[Any]) -> Message:
     """A row of ``_HISTORY`` (after its count)."""
-    _, row_id, role, data, content, calls, call_id, name, is_error, created_at = row
+    _, _, role, data, content, calls, call_id, name, is_error = row
     if data is None:
         legacy = _LegacyRow(role, content, json_of(calls), call_id, name, bool(is_error))
-        return StoredMessage(row_id, legacy_message(legacy), utc(created_at))
-    return StoredMessage(row_id, MESSAGES.validate_python(json_of(data)), utc(created_at))
+        return legacy_message(legacy)
+    return MESSAGES.validate_python(json_of(data))
 
 
 @dataclass(slots=True)
 class _History:
-    messages: list[StoredMessage]
+    messages: list[Message] = field(default_factory=list)
+    last_id: int = 0  # the cursor: the id of the last message held
     # Read in the transaction that began the turn: the first model call needs no read.
     current: bool = False
 
-    @property
-    def last_id(self) -> int:
-        return self.messages[-1].id if self.messages else 0
+    def add(self, rows: Rows) -> None:
+        for row in rows:
+            if row[1] is not None:  # the count's row when nothing is new
+                self.messages.append(_message_of(row))
+                self.last_id = row[1]
 
 
 def _add_message(conversation_id: str, message: Message, now: datetime) -> Operation[StoredMessage]:
@@ -196,14 +199,14 @@ def _add_event(conversation_id: str, event: TurnEvent, now: datetime) -> Operati
     return event_id
 
 
-def _new_rows(conversation_id: str, history: _History) -> Operation[list[StoredMessage]]:
-    """The messages after the cached ones; all of them when a row hid behind the cursor."""
+def _read_new_rows(conversation_id: str, history: _History) -> Operation[None]:
+    """Adds the messages after the cached ones; all of them when a row hid behind the cursor."""
     after = history.last_id
     rows: Rows = yield (_HISTORY, (conversation_id, after, conversation_id, after))
     if rows[0][0] != len(history.messages):
         history.messages.clear()
         rows = yield (_HISTORY, (conversation_id, 0, conversation_id, 0))
-    return [_message_of(row) for row in rows if row[1] is not None]
+    history.add(rows)
 
 
 class ConversationStore:
@@ -295,7 +298,7 @@ class ConversationStore:
         its ``message.completed`` event, and the history's new rows: one transaction. None when
         a turn is in progress; ConversationNotFound when there is no such conversation."""
         now = utcnow()
-        history = self._histories.pop(conversation_id, None) or _History([])
+        history = self._histories.pop(conversation_id, None) or _History()
         start = (_RUNNING, now, now, sorted(roles), conversation_id, _IDLE)
 
         def begin() -> Operation[tuple[ConversationInfo, MessageCompleted] | bool]:
@@ -304,7 +307,7 @@ class ConversationStore:
                 return bool((yield (_STATUS, (conversation_id,))))
             completed = MessageCompleted((yield from _add_message(conversation_id, message, now)))
             yield from _add_event(conversation_id, completed, now)
-            history.messages.extend((yield from _new_rows(conversation_id, history)))
+            yield from _read_new_rows(conversation_id, history)
             return _info_of(moved[0]), completed
 
         begun = await self._transactions.run(begin())
@@ -363,14 +366,13 @@ class ConversationStore:
     async def history(self, conversation_id: str) -> Sequence[Message]:
         """The conversation's messages, oldest first, as a model call needs them: the rows
         after the cached ones are read, never the whole history again (see the module doc)."""
-        history = self._histories.pop(conversation_id, None) or _History([])
+        history = self._histories.pop(conversation_id, None) or _History()
         if history.current:
             history.current = False
         else:
-            new = await self._transactions.run(_new_rows(conversation_id, history), write=False)
-            history.messages.extend(new)
+            await self._transactions.run(_read_new_rows(conversation_id, history), write=False)
         self._remember(self._histories, conversation_id, history)
-        return [stored.message for stored in history.messages]
+        return tuple(history.messages)
 
     def _remember(self, cache: OrderedDict[str, Any], conversation_id: str, value: Any) -> None:
         cache[conversation_id] = value

@@ -103,7 +103,7 @@ def _numbered(sql: str) -> str:
 def _sqlite_value(value: Any) -> Any:
     if isinstance(value, datetime):
         # As SQLAlchemy's SQLite DateTime stores it (UTC, without an offset).
-        return f"{value:%Y-%m-%d %H:%M:%S.%f}"
+        return value.replace(tzinfo=None).isoformat(" ", "microseconds")
     if isinstance(value, dict | list):
         return json.dumps(value)
     return value
