@@ -27,6 +27,7 @@ from typing import Any, NamedTuple, cast
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from chat_service import store_sql as sql
 from chat_service.errors import ConversationNotFound
 from chat_service.events import (
     MessageCompleted,
@@ -92,56 +93,6 @@ _RUNNING = ConversationStatus.RUNNING.value
 # waiting for approval is what benefits; an evicted one is read again whole, once.
 HISTORY_CACHE_SIZE = 256
 
-_GET = (
-    "SELECT id, api_key_id, model, bundle, roles, status, turn_started_at, created_at "
-    "FROM conversations WHERE id = ?"
-)
-_CREATE = (
-    "INSERT INTO conversations (id, api_key_id, model, bundle, roles, status, created_at, "
-    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_START = (
-    "UPDATE conversations SET status = ?, updated_at = ?, turn_started_at = ?, roles = ? "
-    "WHERE id = ? AND status = ? "
-    "RETURNING id, api_key_id, model, bundle, roles, status, turn_started_at, created_at"
-)
-_MOVE = (
-    "UPDATE conversations SET status = ?, updated_at = ? WHERE id = ? AND status = ? RETURNING id"
-)
-# By (moving to running, with the requester's roles): `move`'s other changes.
-_MOVES = {
-    (False, False): _MOVE,
-    (True, False): (
-        "UPDATE conversations SET status = ?, updated_at = ?, turn_started_at = ? "
-        "WHERE id = ? AND status = ? RETURNING id"
-    ),
-    (False, True): (
-        "UPDATE conversations SET status = ?, updated_at = ?, roles = ? "
-        "WHERE id = ? AND status = ? RETURNING id"
-    ),
-    (True, True): (
-        "UPDATE conversations SET status = ?, updated_at = ?, turn_started_at = ?, roles = ? "
-        "WHERE id = ? AND status = ? RETURNING id"
-    ),
-}
-_STATUS = "SELECT status FROM conversations WHERE id = ?"
-_ADD_MESSAGE = (
-    "INSERT INTO conversation_messages (conversation_id, role, message, is_error, created_at) "
-    "VALUES (?, ?, ?, ?, ?) RETURNING id"
-)
-_ADD_EVENT = (
-    "INSERT INTO conversation_events (conversation_id, type, data, created_at) "
-    "VALUES (?, ?, ?, ?) RETURNING id"
-)
-# The rows after the cursor, and how many rows are at or before it: one statement, one
-# snapshot, and always one row (the count) even when nothing is new.
-_HISTORY = (
-    "SELECT held.n, m.id, m.role, m.message, m.content, m.tool_calls, m.tool_call_id, m.name, "
-    "m.is_error FROM (SELECT count(*) AS n FROM conversation_messages "
-    "WHERE conversation_id = ? AND id <= ?) AS held "
-    "LEFT JOIN conversation_messages AS m ON m.conversation_id = ? AND m.id > ? ORDER BY m.id"
-)
-
 
 def _info_of(row: Sequence[Any]) -> ConversationInfo:
     return ConversationInfo(
@@ -166,7 +117,7 @@ class _LegacyRow(NamedTuple):
 
 
 def _message_of(row: Sequence[Any]) -> Message:
-    """A row of ``_HISTORY`` (after its count)."""
+    """A row of ``sql.HISTORY`` (after its count)."""
     _, _, role, data, content, calls, call_id, name, is_error = row
     if data is None:
         legacy = _LegacyRow(role, content, json_of(calls), call_id, name, bool(is_error))
@@ -189,12 +140,13 @@ class _History:
 
 
 def _add_message(conversation_id: str, message: Message, now: datetime) -> Operation[StoredMessage]:
-    rows = yield (_ADD_MESSAGE, (conversation_id, message.role, message_json(message), False, now))
+    row = (conversation_id, message.role, message_json(message), False, now)
+    rows = yield (sql.ADD_MESSAGE, row)
     return StoredMessage(rows[0][0], message, now)
 
 
 def _add_event(conversation_id: str, event: TurnEvent, now: datetime) -> Operation[int]:
-    rows = yield (_ADD_EVENT, (conversation_id, event.type, event.data, now))
+    rows = yield (sql.ADD_EVENT, (conversation_id, event.type, event.data, now))
     event_id: int = rows[0][0]
     return event_id
 
@@ -202,10 +154,10 @@ def _add_event(conversation_id: str, event: TurnEvent, now: datetime) -> Operati
 def _read_new_rows(conversation_id: str, history: _History) -> Operation[None]:
     """Adds the messages after the cached ones; all of them when a row hid behind the cursor."""
     after = history.last_id
-    rows: Rows = yield (_HISTORY, (conversation_id, after, conversation_id, after))
+    rows: Rows = yield (sql.HISTORY, (conversation_id, after, conversation_id, after))
     if rows[0][0] != len(history.messages):
         history.messages.clear()
-        rows = yield (_HISTORY, (conversation_id, 0, conversation_id, 0))
+        rows = yield (sql.HISTORY, (conversation_id, 0, conversation_id, 0))
     history.add(rows)
 
 
@@ -241,7 +193,7 @@ class ConversationStore:
 
         def create() -> Operation[None]:
             row = (info.id, api_key_id, model, bundle, sorted(info.roles), _IDLE, now, now)
-            yield (_CREATE, row)
+            yield (sql.CREATE, row)
             if system_prompt:
                 yield from _add_message(info.id, SystemMessage(system_prompt), now)
 
@@ -251,7 +203,7 @@ class ConversationStore:
 
     async def get(self, conversation_id: str) -> ConversationInfo:
         def get() -> Operation[Rows]:
-            return (yield (_GET, (conversation_id,)))
+            return (yield (sql.GET, (conversation_id,)))
 
         rows = await self._transactions.run(get(), write=False)
         if not rows:
@@ -284,10 +236,10 @@ class ConversationStore:
         if roles is not None:
             values.append(sorted(roles))
         values += [conversation_id, expected.value]
-        sql = _MOVES[running, roles is not None]
+        statement = sql.MOVES[running, roles is not None]
 
         def move() -> Operation[bool]:
-            return bool((yield (sql, tuple(values))))
+            return bool((yield (statement, tuple(values))))
 
         return await self._transactions.run(move())
 
@@ -302,9 +254,9 @@ class ConversationStore:
         start = (_RUNNING, now, now, sorted(roles), conversation_id, _IDLE)
 
         def begin() -> Operation[tuple[ConversationInfo, MessageCompleted] | bool]:
-            moved = yield (_START, start)
+            moved = yield (sql.START, start)
             if not moved:
-                return bool((yield (_STATUS, (conversation_id,))))
+                return bool((yield (sql.STATUS, (conversation_id,))))
             completed = MessageCompleted((yield from _add_message(conversation_id, message, now)))
             yield from _add_event(conversation_id, completed, now)
             yield from _read_new_rows(conversation_id, history)
@@ -353,7 +305,7 @@ class ConversationStore:
                 completed = MessageCompleted(stored)
                 yield from _add_event(conversation_id, completed, now)
             yield from _add_event(conversation_id, event, now)
-            return completed, bool((yield (_MOVE, move)))
+            return completed, bool((yield (sql.MOVE, move)))
 
         return await self._transactions.run(finish())
 
