@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Iterator
 
 from llm_service.assemble import finish_reason
@@ -33,11 +34,42 @@ from llm_service.types import (
 PROVIDER = "mock"
 
 
+# Prompt estimates kept for the most recent requests' last messages (see `_PromptTokens`).
+PROMPT_ESTIMATES_KEPT = 256
+
+
+class _PromptTokens:
+    """The prompt's token estimate, not re-counted for messages an earlier call counted: each
+    model call of a conversation passes its earlier messages again, with new ones after them.
+    A request that starts with an earlier request's messages (compared as a tuple, which is
+    pointer comparisons when they are the same objects) counts only the messages after them."""
+
+    def __init__(self) -> None:
+        # id of a request's last message -> (the request's messages, their tokens)
+        self._known: OrderedDict[int, tuple[tuple[Message, ...], int]] = OrderedDict()
+
+    def __call__(self, messages: tuple[Message, ...]) -> int:
+        start, tokens = 0, 0
+        for index in range(len(messages) - 1, -1, -1):
+            known = self._known.get(id(messages[index]))
+            if known is not None and messages[: index + 1] == known[0]:
+                start, tokens = index + 1, known[1]
+                break
+        tokens += sum(_estimate_tokens(_text_of(m)) for m in messages[start:])
+        if messages:
+            self._known[id(messages[-1])] = (messages, tokens)
+            self._known.move_to_end(id(messages[-1]))
+            if len(self._known) > PROMPT_ESTIMATES_KEPT:
+                self._known.popitem(last=False)
+        return tokens
+
+
 class MockAdapter:
     provider = PROVIDER
 
     def __init__(self, config: ModelConfig) -> None:
         self._config = config
+        self._prompt_tokens = _PromptTokens()
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         return self._answer(request)
@@ -68,7 +100,7 @@ class MockAdapter:
             raise error_for_status(step.error.status, step.error.message, provider=PROVIDER)
         text, calls = _render(step, request.messages)
         text, stopped_at = _cut_at_stop(text, request.params.stop)
-        prompt = sum(_estimate_tokens(_text_of(m)) for m in request.messages)
+        prompt = self._prompt_tokens(request.messages)
         prompt += sum(
             _estimate_tokens(json.dumps(t.parameters) + t.description) for t in request.tools
         )

@@ -84,12 +84,18 @@ def message_row(conversation_id: str, message: Message) -> ConversationMessage:
 
 
 class _LegacyColumns(Protocol):
-    role: str
-    content: str | None
-    tool_calls: list[dict[str, Any]] | None
-    tool_call_id: str | None
-    name: str | None
-    is_error: bool
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str | None: ...
+    @property
+    def tool_calls(self) -> list[dict[str, Any]] | None: ...
+    @property
+    def tool_call_id(self) -> str | None: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def is_error(self) -> bool: ...
 
 
 def stored_message(row: ConversationMessage) -> StoredMessage:

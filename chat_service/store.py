@@ -1,13 +1,16 @@
 """Conversations, their messages and their durable events.
 
 Messages are append-only, so a turn never reloads the whole history: the store keeps each
-recent conversation's messages in memory and reads only the rows after the last one it holds
-(``history``). Another replica (or worker) may have appended meanwhile: those rows are simply
-newer ones. A row that committed out of id order (two writers at once on PostgreSQL) would hide
-behind the cursor: the same read counts the rows up to the cursor and reloads when they are more
-than it holds. The turn's own writes go as single transactions of plain INSERT/UPDATE
-statements (the message with its event, the final event with the status move), not ORM units
-of work.
+recent conversation's messages in memory and reads only the rows after the last one it holds.
+Another replica (or worker) may have appended meanwhile: those rows are simply newer ones. A row
+that committed out of id order (two writers at once on PostgreSQL) would hide behind the cursor:
+the same statement counts the rows up to the cursor, and the history is read again whole when
+they are more than the cache holds.
+
+A turn's writes are two transactions (``chat_service.transactions``): beginning it (the
+compare-and-set to running, the caller's message, its event, and the rows it has not seen) and
+ending it (the answer, its event, the final event and the release). What never changes about a
+conversation (its key and model) is kept too, so checking the caller's access reads nothing.
 """
 
 from __future__ import annotations
@@ -16,14 +19,15 @@ import asyncio
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
-from sqlalchemy import Row, Table, func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from chat_service import store_sql as sql
 from chat_service.errors import ConversationNotFound
 from chat_service.events import (
     MessageCompleted,
@@ -40,9 +44,10 @@ from chat_service.messages import (
     message_row,
     stored_message,
 )
+from chat_service.transactions import Operation, Rows, Transactions, json_of, utc
 from db.base import utcnow
 from db.models import Conversation, ConversationEvent, ConversationMessage
-from llm_service.types import Message, SystemMessage
+from llm_service.types import AssistantMessage, Message, SystemMessage
 
 
 class ConversationStatus(StrEnum):
@@ -74,62 +79,86 @@ class ConversationInfo:
         }
 
 
+class ConversationOwner(NamedTuple):
+    """What never changes about a conversation: safe to keep, on any replica."""
+
+    api_key_id: int
+    model: str
+
+
 _PAUSED = TurnStatus.AWAITING_APPROVAL
-# The tables themselves: plain INSERT/UPDATE statements, no ORM unit of work on the turn's path.
-_CONVERSATIONS = cast(Table, Conversation.__table__)
-_MESSAGES = cast(Table, ConversationMessage.__table__)
-_EVENTS = cast(Table, ConversationEvent.__table__)
-_INFO_COLUMNS = (
-    Conversation.id,
-    Conversation.api_key_id,
-    Conversation.model,
-    Conversation.bundle,
-    Conversation.roles,
-    Conversation.status,
-    Conversation.turn_started_at,
-    Conversation.created_at,
-)
-_MESSAGE_COLUMNS = (
-    ConversationMessage.id,
-    ConversationMessage.role,
-    ConversationMessage.message,
-    ConversationMessage.content,
-    ConversationMessage.tool_calls,
-    ConversationMessage.tool_call_id,
-    ConversationMessage.name,
-    ConversationMessage.is_error,
-    ConversationMessage.created_at,
-)
+_IDLE = ConversationStatus.IDLE.value
+_RUNNING = ConversationStatus.RUNNING.value
 # Conversations whose history is kept in memory, most recently used last. A turn in progress or
 # waiting for approval is what benefits; an evicted one is read again whole, once.
 HISTORY_CACHE_SIZE = 256
 
 
-def _info_of(row: Any) -> ConversationInfo:
+def _info_of(row: Sequence[Any]) -> ConversationInfo:
     return ConversationInfo(
-        id=row.id,
-        api_key_id=row.api_key_id,
-        model=row.model,
-        bundle=row.bundle,
-        roles=frozenset(row.roles or ()),
-        status=ConversationStatus(row.status),
-        turn_started_at=row.turn_started_at,
-        created_at=row.created_at,
+        id=row[0],
+        api_key_id=row[1],
+        model=row[2],
+        bundle=row[3],
+        roles=frozenset(json_of(row[4]) or ()),
+        status=ConversationStatus(row[5]),
+        turn_started_at=None if row[6] is None else utc(row[6]),
+        created_at=utc(row[7]),
     )
 
 
-def _message_of(row: Row[Any]) -> StoredMessage:
-    message = legacy_message(row) if row.message is None else MESSAGES.validate_python(row.message)
-    return StoredMessage(row.id, message, row.created_at)
+class _LegacyRow(NamedTuple):
+    role: str
+    content: str | None
+    tool_calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    name: str | None
+    is_error: bool
+
+
+def _message_of(row: Sequence[Any]) -> Message:
+    """A row of ``sql.HISTORY`` (after its count)."""
+    _, _, role, data, content, calls, call_id, name, is_error = row
+    if data is None:
+        legacy = _LegacyRow(role, content, json_of(calls), call_id, name, bool(is_error))
+        return legacy_message(legacy)
+    return MESSAGES.validate_python(json_of(data))
 
 
 @dataclass(slots=True)
 class _History:
-    messages: list[StoredMessage]
+    messages: list[Message] = field(default_factory=list)
+    last_id: int = 0  # the cursor: the id of the last message held
+    # Read in the transaction that began the turn: the first model call needs no read.
+    current: bool = False
 
-    @property
-    def last_id(self) -> int:
-        return self.messages[-1].id if self.messages else 0
+    def add(self, rows: Rows) -> None:
+        for row in rows:
+            if row[1] is not None:  # the count's row when nothing is new
+                self.messages.append(_message_of(row))
+                self.last_id = row[1]
+
+
+def _add_message(conversation_id: str, message: Message, now: datetime) -> Operation[StoredMessage]:
+    row = (conversation_id, message.role, message_json(message), False, now)
+    rows = yield (sql.ADD_MESSAGE, row)
+    return StoredMessage(rows[0][0], message, now)
+
+
+def _add_event(conversation_id: str, event: TurnEvent, now: datetime) -> Operation[int]:
+    rows = yield (sql.ADD_EVENT, (conversation_id, event.type, event.data, now))
+    event_id: int = rows[0][0]
+    return event_id
+
+
+def _read_new_rows(conversation_id: str, history: _History) -> Operation[None]:
+    """Adds the messages after the cached ones; all of them when a row hid behind the cursor."""
+    after = history.last_id
+    rows: Rows = yield (sql.HISTORY, (conversation_id, after, conversation_id, after))
+    if rows[0][0] != len(history.messages):
+        history.messages.clear()
+        rows = yield (sql.HISTORY, (conversation_id, 0, conversation_id, 0))
+    history.add(rows)
 
 
 class ConversationStore:
@@ -137,8 +166,10 @@ class ConversationStore:
         self, sessions: async_sessionmaker[AsyncSession], cache_size: int = HISTORY_CACHE_SIZE
     ) -> None:
         self._sessions = sessions
+        self._transactions = Transactions(cast(AsyncEngine, sessions.kw["bind"]))
         self._cache_size = cache_size
         self._histories: OrderedDict[str, _History] = OrderedDict()
+        self._owners: OrderedDict[str, ConversationOwner] = OrderedDict()
 
     async def create(
         self,
@@ -159,32 +190,37 @@ class ConversationStore:
             turn_started_at=None,
             created_at=now,
         )
-        async with self._sessions.begin() as session:
-            await session.execute(
-                insert(_CONVERSATIONS).values(
-                    id=info.id,
-                    api_key_id=api_key_id,
-                    model=model,
-                    bundle=bundle,
-                    roles=sorted(info.roles),
-                    status=info.status.value,
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
+
+        def create() -> Operation[None]:
+            row = (info.id, api_key_id, model, bundle, sorted(info.roles), _IDLE, now, now)
+            yield (sql.CREATE, row)
             if system_prompt:
-                await self._insert_message(session, info.id, SystemMessage(system_prompt), now)
+                yield from _add_message(info.id, SystemMessage(system_prompt), now)
+
+        await self._transactions.run(create())
+        self._remember(self._owners, info.id, ConversationOwner(api_key_id, model))
         return info
 
     async def get(self, conversation_id: str) -> ConversationInfo:
-        async with self._sessions() as session:
-            found = await session.execute(
-                select(*_INFO_COLUMNS).where(Conversation.id == conversation_id)
-            )
-            row = found.one_or_none()
-        if row is None:
+        def get() -> Operation[Rows]:
+            return (yield (sql.GET, (conversation_id,)))
+
+        rows = await self._transactions.run(get(), write=False)
+        if not rows:
             raise ConversationNotFound(f"No conversation `{conversation_id}`.")
-        return _info_of(row)
+        info = _info_of(rows[0])
+        self._remember(self._owners, info.id, ConversationOwner(info.api_key_id, info.model))
+        return info
+
+    async def owner(self, conversation_id: str) -> ConversationOwner:
+        """The conversation's key and model: read once, then kept (they never change). A
+        conversation deleted since is found missing when its turn begins."""
+        known = self._owners.get(conversation_id)
+        if known is not None:
+            self._owners.move_to_end(conversation_id)
+            return known
+        info = await self.get(conversation_id)
+        return ConversationOwner(info.api_key_id, info.model)
 
     async def move(
         self,
@@ -194,75 +230,59 @@ class ConversationStore:
         roles: Iterable[str] | None = None,
     ) -> bool:
         """Compare-and-set of the turn status: only one replica wins a move."""
-        values: dict[str, Any] = {"status": new.value, "updated_at": utcnow()}
-        if new is ConversationStatus.RUNNING:
-            values["turn_started_at"] = utcnow()
+        now = utcnow()
+        running = new is ConversationStatus.RUNNING
+        values: list[Any] = [new.value, now, *([now] if running else [])]
         if roles is not None:
-            values["roles"] = sorted(roles)
-        async with self._sessions.begin() as session:
-            result = await session.execute(
-                update(Conversation)
-                .where(Conversation.id == conversation_id, Conversation.status == expected.value)
-                .values(**values)
-            )
-        return bool(getattr(result, "rowcount", 0))
+            values.append(sorted(roles))
+        values += [conversation_id, expected.value]
+        statement = sql.MOVES[running, roles is not None]
+
+        def move() -> Operation[bool]:
+            return bool((yield (statement, tuple(values))))
+
+        return await self._transactions.run(move())
 
     async def begin_turn(
         self, conversation_id: str, roles: Iterable[str], message: Message
     ) -> tuple[ConversationInfo, MessageCompleted] | None:
-        """Idle to running (compare-and-set, with the requester's roles), the caller's message
-        and its ``message.completed`` event: one transaction. None when a turn is in progress."""
+        """Idle to running (compare-and-set, with the requester's roles), the caller's message,
+        its ``message.completed`` event, and the history's new rows: one transaction. None when
+        a turn is in progress; ConversationNotFound when there is no such conversation."""
         now = utcnow()
-        async with self._sessions.begin() as session:
-            moved = await session.execute(
-                update(_CONVERSATIONS)
-                .where(
-                    _CONVERSATIONS.c.id == conversation_id,
-                    _CONVERSATIONS.c.status == ConversationStatus.IDLE.value,
-                )
-                .values(
-                    status=ConversationStatus.RUNNING.value,
-                    updated_at=now,
-                    turn_started_at=now,
-                    roles=sorted(roles),
-                )
-                .returning(*_INFO_COLUMNS)
-            )
-            row = moved.one_or_none()
-            if row is None:
-                return None
-            completed = await self._append_completed(session, conversation_id, message, now)
-        return _info_of(row), completed
+        history = self._histories.pop(conversation_id, None) or _History()
+        start = (_RUNNING, now, now, sorted(roles), conversation_id, _IDLE)
+
+        def begin() -> Operation[tuple[ConversationInfo, MessageCompleted] | bool]:
+            moved = yield (sql.START, start)
+            if not moved:
+                return bool((yield (sql.STATUS, (conversation_id,))))
+            completed = MessageCompleted((yield from _add_message(conversation_id, message, now)))
+            yield from _add_event(conversation_id, completed, now)
+            yield from _read_new_rows(conversation_id, history)
+            return _info_of(moved[0]), completed
+
+        begun = await self._transactions.run(begin())
+        if begun is False:
+            self._owners.pop(conversation_id, None)
+            raise ConversationNotFound(f"No conversation `{conversation_id}`.")
+        if begun is True:
+            self._remember(self._histories, conversation_id, history)
+            return None
+        history.current = True
+        self._remember(self._histories, conversation_id, history)
+        return begun
 
     async def append_completed(self, conversation_id: str, message: Message) -> MessageCompleted:
         """The message and its ``message.completed`` event, in one transaction."""
-        async with self._sessions.begin() as session:
-            return await self._append_completed(session, conversation_id, message, utcnow())
 
-    async def _append_completed(
-        self, session: AsyncSession, conversation_id: str, message: Message, now: datetime
-    ) -> MessageCompleted:
-        stored = await self._insert_message(session, conversation_id, message, now)
-        completed = MessageCompleted(stored)
-        await self._insert_event(session, conversation_id, completed)
-        return completed
+        def append() -> Operation[MessageCompleted]:
+            now = utcnow()
+            completed = MessageCompleted((yield from _add_message(conversation_id, message, now)))
+            yield from _add_event(conversation_id, completed, now)
+            return completed
 
-    @staticmethod
-    async def _insert_message(
-        session: AsyncSession, conversation_id: str, message: Message, now: datetime
-    ) -> StoredMessage:
-        inserted = await session.execute(
-            insert(_MESSAGES)
-            .values(
-                conversation_id=conversation_id,
-                role=message.role,
-                message=message_json(message),
-                is_error=False,
-                created_at=now,
-            )
-            .returning(_MESSAGES.c.id)
-        )
-        return StoredMessage(inserted.scalar_one(), message, now)
+        return await self._transactions.run(append())
 
     async def finish_turn(
         self,
@@ -270,20 +290,24 @@ class ConversationStore:
         event: TurnFinished,
         expected: ConversationStatus,
         new: ConversationStatus,
-    ) -> bool:
-        """Store how the turn ended and move its status, in one transaction: a follower that
-        sees the conversation move always finds the event."""
-        async with self._sessions.begin() as session:
-            await self._insert_event(session, conversation_id, event)
-            moved = await session.execute(
-                update(_CONVERSATIONS)
-                .where(
-                    _CONVERSATIONS.c.id == conversation_id,
-                    _CONVERSATIONS.c.status == expected.value,
-                )
-                .values(status=new.value, updated_at=utcnow())
-            )
-        return bool(getattr(moved, "rowcount", 0))
+        answer: AssistantMessage | None = None,
+    ) -> tuple[MessageCompleted | None, bool]:
+        """Store how the turn ended (after its ``answer`` with its event, when given) and move
+        its status, in one transaction: a follower that sees the conversation move always finds
+        the event. The answer's event, and whether the status moved."""
+        move = (new.value, utcnow(), conversation_id, expected.value)
+
+        def finish() -> Operation[tuple[MessageCompleted | None, bool]]:
+            now = utcnow()
+            completed = None
+            if answer is not None:
+                stored = yield from _add_message(conversation_id, answer, now)
+                completed = MessageCompleted(stored)
+                yield from _add_event(conversation_id, completed, now)
+            yield from _add_event(conversation_id, event, now)
+            return completed, bool((yield (sql.MOVE, move)))
+
+        return await self._transactions.run(finish())
 
     async def append(self, conversation_id: str, message: Message) -> StoredMessage:
         row = message_row(conversation_id, message)
@@ -294,40 +318,19 @@ class ConversationStore:
     async def history(self, conversation_id: str) -> Sequence[Message]:
         """The conversation's messages, oldest first, as a model call needs them: the rows
         after the cached ones are read, never the whole history again (see the module doc)."""
-        cached = self._histories.pop(conversation_id, None) or _History([])
-        after = cached.last_id
-        async with self._sessions() as session:
-            rows = (
-                await session.execute(
-                    select(*_MESSAGE_COLUMNS)
-                    .where(
-                        ConversationMessage.conversation_id == conversation_id,
-                        ConversationMessage.id > after,
-                    )
-                    .order_by(ConversationMessage.id)
-                )
-            ).all()
-            if after:
-                held = await session.scalar(
-                    select(func.count()).where(
-                        ConversationMessage.conversation_id == conversation_id,
-                        ConversationMessage.id <= after,
-                    )
-                )
-                if held != len(cached.messages):  # a row landed behind the cursor: start over
-                    return await self._reload(conversation_id)
-        cached.messages.extend(_message_of(row) for row in rows)
-        self._remember(conversation_id, cached)
-        return [stored.message for stored in cached.messages]
+        history = self._histories.pop(conversation_id, None) or _History()
+        if history.current:
+            history.current = False
+        else:
+            await self._transactions.run(_read_new_rows(conversation_id, history), write=False)
+        self._remember(self._histories, conversation_id, history)
+        return tuple(history.messages)
 
-    async def _reload(self, conversation_id: str) -> Sequence[Message]:
-        self._histories.pop(conversation_id, None)
-        return await self.history(conversation_id)
-
-    def _remember(self, conversation_id: str, history: _History) -> None:
-        self._histories[conversation_id] = history
-        while len(self._histories) > self._cache_size:
-            self._histories.popitem(last=False)
+    def _remember(self, cache: OrderedDict[str, Any], conversation_id: str, value: Any) -> None:
+        cache[conversation_id] = value
+        cache.move_to_end(conversation_id)
+        while len(cache) > self._cache_size:
+            cache.popitem(last=False)
 
     async def messages(self, conversation_id: str, after_id: int = 0) -> list[StoredMessage]:
         async with self._sessions() as session:
@@ -342,23 +345,7 @@ class ConversationStore:
             return [stored_message(row) for row in rows]
 
     async def add_event(self, conversation_id: str, event: TurnEvent) -> int:
-        async with self._sessions.begin() as session:
-            return await self._insert_event(session, conversation_id, event)
-
-    @staticmethod
-    async def _insert_event(session: AsyncSession, conversation_id: str, event: TurnEvent) -> int:
-        inserted = await session.execute(
-            insert(_EVENTS)
-            .values(
-                conversation_id=conversation_id,
-                type=event.type,
-                data=event.data,
-                created_at=utcnow(),
-            )
-            .returning(_EVENTS.c.id)
-        )
-        event_id: int = inserted.scalar_one()
-        return event_id
+        return await self._transactions.run(_add_event(conversation_id, event, utcnow()))
 
     async def events(self, conversation_id: str, after_id: int) -> list[tuple[int, TurnEvent]]:
         async with self._sessions() as session:

@@ -128,11 +128,15 @@ class TurnRunner:
         async for event in self._finish(cid, TurnStatus.FAILED):
             yield event
 
-    async def _finish(self, cid: str, status: TurnStatus) -> AsyncIterator[TurnEvent]:
-        # Stored with the release: a follower that sees the conversation idle must already
-        # find how its turn ended.
+    async def _finish(
+        self, cid: str, status: TurnStatus, answer: AssistantMessage | None = None
+    ) -> AsyncIterator[TurnEvent]:
+        # Stored with the release (and with the answer that ends the turn, if any): a follower
+        # that sees the conversation idle must already find how its turn ended.
         finished = TurnFinished(status)
-        await self._store.finish_turn(cid, finished, _RUNNING, _IDLE)
+        completed, _ = await self._store.finish_turn(cid, finished, _RUNNING, _IDLE, answer)
+        if completed is not None:
+            yield completed
         yield finished
 
     async def _rounds(self, conversation: ConversationInfo) -> AsyncIterator[TurnEvent]:
@@ -156,14 +160,14 @@ class TurnRunner:
             async for failure in self._fail(cid, TurnError("max_tool_rounds", message)):
                 yield failure
             return
-        answer = AssistantMessage()
+        answer: AssistantMessage | None = None
         async for event in self._model_call(conversation, history):
             if isinstance(event, AssistantMessage):
                 answer = event
             else:
                 yield event
-        if not answer.tool_calls:
-            async for event in self._finish(cid, TurnStatus.COMPLETED):
+        if answer is None or not answer.tool_calls:
+            async for event in self._finish(cid, TurnStatus.COMPLETED, answer):
                 yield event
             return
         budget = self._settings.max_tool_calls_per_turn - _calls_so_far(history)
@@ -203,8 +207,10 @@ class TurnRunner:
             elif isinstance(event, StreamDone):
                 if self._observe is not None:
                     await self._observe(conversation, event.response, perf_counter() - started)
-                yield await self._store.append_completed(conversation.id, event.response.message)
-                yield event.response.message
+                answer = event.response.message
+                if answer.tool_calls:  # an answer without calls is stored as the turn ends
+                    yield await self._store.append_completed(conversation.id, answer)
+                yield answer
 
     async def _durable(self, conversation_id: str, event: TurnEvent) -> TurnEvent:
         if event.durable:

@@ -79,8 +79,12 @@ async def send_message(request: Request) -> Response:
     principal = await authenticate(request, services)
     body = await json_body(request, NewMessage.model_validate_json)
     conversation_id: str = request.path_params["conversation_id"]
-    conversation = await _owned(services, principal, conversation_id)
-    authorize_model(services, principal, conversation.model)
+    # Its key and model never change, so the store answers from memory once it has read them;
+    # a conversation deleted since is found missing when the turn begins (404 all the same).
+    owner = await services.conversations.owner(conversation_id)
+    if owner.api_key_id != principal.key_id and not principal.is_admin:
+        raise ConversationNotFound(f"No conversation `{conversation_id}`.")
+    authorize_model(services, principal, owner.model)
     await services.limits.admit(principal)
     # Usage is recorded per model call by the turn itself (turns outlive requests), so the
     # request context names no model and the access log records no tokens here.

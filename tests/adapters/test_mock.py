@@ -103,3 +103,22 @@ async def test_answer_stops_before_the_earliest_stop_sequence() -> None:
     assert response.message.content == "Echo: alpha "
     assert response.stop_sequence == "beta"
     assert response.finish_reason == "stop"
+
+
+async def test_a_growing_conversation_is_estimated_as_if_counted_whole() -> None:
+    """Each call counts only the messages after those an earlier call counted: the estimate is
+    the same as a fresh adapter's, which counts them all."""
+    growing = adapter({"name": "m", "provider": "mock"})
+    history: list[UserMessage | AssistantMessage] = []
+    for turn in range(5):
+        history += [UserMessage(f"question number {turn} " * turn)]
+        request = ChatRequest(messages=tuple(history))
+        counted = (await growing.complete(request)).usage.prompt_tokens
+        fresh = adapter({"name": "m", "provider": "mock"})
+        assert counted == (await fresh.complete(request)).usage.prompt_tokens
+        history.append(AssistantMessage(content=f"answer {turn}"))
+    # Another conversation's messages in between: counted whole, correctly.
+    other = ChatRequest(messages=(UserMessage("elsewhere"), *history[1:]))
+    counted = (await growing.complete(other)).usage.prompt_tokens
+    fresh = adapter({"name": "m", "provider": "mock"})
+    assert counted == (await fresh.complete(other)).usage.prompt_tokens

@@ -82,7 +82,10 @@ async def round_trip(store: ConversationStore, messages: list[Message]) -> list[
     conversation = await store.create(1, "model", ["user"])
     for message in messages:
         await store.append(conversation.id, message)
-    return [stored.message for stored in await store.messages(conversation.id)]
+    whole = [stored.message for stored in await store.messages(conversation.id)]
+    # The turn's history reads the same rows on the driver's own connection.
+    assert list(await store.history(conversation.id)) == whole
+    return whole
 
 
 def test_every_message_type_and_field_round_trips(migrated: str) -> None:
@@ -117,7 +120,9 @@ def test_rows_from_before_whole_messages_load_from_their_columns(migrated: str) 
             for row in rows:
                 row.conversation_id = conversation.id
                 session.add(row)
-        return [stored.message for stored in await store.messages(conversation.id)]
+        whole = [stored.message for stored in await store.messages(conversation.id)]
+        assert list(await store.history(conversation.id)) == whole
+        return whole
 
     assert with_store(migrated, legacy) == [
         UserMessage("hi"),

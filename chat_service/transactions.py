@@ -1,0 +1,126 @@
+"""The conversation store's hot transactions, run on the driver's own connection.
+
+A turn's statements are few and fixed, and SQLAlchemy's per-statement work (compilation cache
+lookups, the session and transaction state machines, result wrapping) cost more CPU than the
+statements themselves; on SQLite, aiosqlite also hands every driver call (cursor, execute,
+fetch, close, commit) to its worker thread and back, each hand-off costing about as much as a
+small statement. So a transaction here is a generator that yields ``(sql, parameters)`` and is
+sent each statement's rows back: written once, it runs as a single call in aiosqlite's worker
+thread on SQLite (one hand-off for the whole transaction), and statement by statement over
+asyncpg on PostgreSQL. Connections still come from (and return to) the engine's pool.
+
+The SQL is plain and written for both databases (``?`` placeholders, numbered for asyncpg).
+Values go in as Python objects: JSON columns as dicts or lists, times as aware datetimes, which
+``_sqlite_value`` stores the way SQLAlchemy does on SQLite; ``json_of`` and ``utc`` read either
+database's column values back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Generator, Sequence
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any, TypeVar
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+T = TypeVar("T")
+Statement = tuple[str, tuple[Any, ...]]
+Rows = Sequence[Sequence[Any]]
+# Yields each statement, is sent its rows, returns the transaction's result.
+Operation = Generator[Statement, Rows, T]
+
+
+class Transactions:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        backend = engine.dialect.name
+        if backend not in ("sqlite", "postgresql"):
+            raise ValueError(f"conversations need SQLite or PostgreSQL, not {backend}")
+        self._sqlite = backend == "sqlite"
+
+    async def run(self, operation: Operation[T], *, write: bool = True) -> T:
+        """The operation's statements, in one transaction when it writes (a lone read needs
+        none: a single statement sees one snapshot)."""
+        async with self._engine.connect() as connection:
+            driver: Any = (await connection.get_raw_connection()).driver_connection
+            if self._sqlite:
+                # aiosqlite's own queue to its thread (SQLAlchemy's adapter uses it the same way).
+                result: T = await driver._execute(_run_sqlite, driver._conn, operation, write)
+                return result
+            return await _run_asyncpg(driver, operation, write)
+
+
+def _run_sqlite(connection: sqlite3.Connection, operation: Operation[T], write: bool) -> T:
+    if write:
+        # Take the write lock first: a deferred transaction that reads, then writes, can fail
+        # to upgrade its lock where this one waits its turn (busy_timeout).
+        connection.execute("BEGIN IMMEDIATE")
+    try:
+        sql, parameters = next(operation)
+        while True:
+            rows = connection.execute(sql, [_sqlite_value(v) for v in parameters]).fetchall()
+            sql, parameters = operation.send(rows)
+    except StopIteration as done:
+        if write:
+            connection.commit()
+        result: T = done.value
+        return result
+    except BaseException:
+        if write:
+            connection.rollback()
+        raise
+
+
+async def _run_asyncpg(connection: Any, operation: Operation[T], write: bool) -> T:
+    if not write:
+        return await _statements(connection, operation)
+    async with connection.transaction():
+        return await _statements(connection, operation)
+
+
+async def _statements(connection: Any, operation: Operation[T]) -> T:
+    try:
+        sql, parameters = next(operation)
+        while True:
+            rows = await connection.fetch(_numbered(sql), *[_pg_value(v) for v in parameters])
+            sql, parameters = operation.send(rows)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+
+
+@cache
+def _numbered(sql: str) -> str:
+    """``?`` placeholders as asyncpg's ``$1``, ``$2``..."""
+    counter = iter(range(1, sql.count("?") + 1))
+    return re.sub(r"\?", lambda _: f"${next(counter)}", sql)
+
+
+def _sqlite_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        # As SQLAlchemy's SQLite DateTime stores it (UTC, without an offset).
+        return value.replace(tzinfo=None).isoformat(" ", "microseconds")
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    return value
+
+
+def _pg_value(value: Any) -> Any:
+    # SQLAlchemy's asyncpg codec for `json` takes the document's text.
+    return json.dumps(value) if isinstance(value, dict | list) else value
+
+
+def json_of(value: Any) -> Any:
+    """A JSON column's value: text on SQLite, already decoded on PostgreSQL."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def utc(value: Any) -> datetime:
+    """A time column's value: text on SQLite, a datetime on PostgreSQL; aware, in UTC."""
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    assert isinstance(moment, datetime)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

@@ -1,0 +1,103 @@
+"""Beginning a turn answers for a missing, busy or foreign conversation as a separate read did,
+and its history read (in the same transaction) still finds a row committed behind the cursor."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+from sqlalchemy import delete, insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from chat_service.events import TurnFinished, TurnStatus
+from chat_service.messages import message_json
+from chat_service.store import ConversationStatus, ConversationStore
+from db.models import Conversation, ConversationMessage
+from llm_service.types import AssistantMessage, UserMessage
+from tests.support.gateway import running_gateway
+from tests.support.store import with_store
+
+MOCK = [{"name": "mock", "provider": "mock"}]
+
+
+def _error(response: httpx.Response) -> tuple[int, str, str, str]:
+    error = response.json()["error"]
+    return response.status_code, error["type"], error["code"], error["message"]
+
+
+def test_missing_foreign_busy_and_deleted_conversations(database_url: str) -> None:
+    with running_gateway(database_url, models=MOCK) as gateway:
+        owner = {"authorization": f"Bearer {gateway.create_key('owner', ['user'])}"}
+        other = {"authorization": f"Bearer {gateway.create_key('other', ['user'])}"}
+        created = httpx.post(f"{gateway.v1}/conversations", json={"model": "mock"}, headers=owner)
+        conversation = created.json()["id"]
+
+        def send(conversation_id: str, headers: dict[str, str]) -> httpx.Response:
+            url = f"{gateway.v1}/conversations/{conversation_id}/messages"
+            return httpx.post(url, json={"content": "hi"}, headers=headers, timeout=30)
+
+        missing = str(uuid.uuid4())
+        not_found = ("not_found_error", "conversation_not_found")
+        assert _error(send(missing, owner)) == (404, *not_found, f"No conversation `{missing}`.")
+        foreign = send(conversation, other)
+        assert _error(foreign) == (404, *not_found, f"No conversation `{conversation}`.")
+        assert send(conversation, owner).json()["status"] == "completed"
+
+        async def occupy(store: ConversationStore, _: Any) -> bool:
+            return await store.move(
+                conversation, ConversationStatus.IDLE, ConversationStatus.RUNNING
+            )
+
+        assert with_store(database_url, occupy)
+        busy = _error(send(conversation, owner))
+        assert busy[:3] == (409, "conflict", "turn_in_progress")
+
+        async def remove(_: ConversationStore, sessions: async_sessionmaker[AsyncSession]) -> None:
+            async with sessions.begin() as session:
+                await session.execute(delete(ConversationMessage))
+                await session.execute(delete(Conversation).where(Conversation.id == conversation))
+
+        with_store(database_url, remove)
+        # The gateway knew the conversation's owner; the turn itself finds it gone.
+        gone = send(conversation, owner)
+        assert _error(gone) == (404, *not_found, f"No conversation `{conversation}`.")
+
+
+def test_a_turn_begins_with_a_row_committed_behind_the_cursor(migrated: str) -> None:
+    async def scenario(
+        store: ConversationStore, sessions: async_sessionmaker[AsyncSession]
+    ) -> tuple[list[str], list[str]]:
+        # Rows of another conversation take the low ids, then free them for the row below.
+        filler = await store.create(1, "mock", ["user"])
+        for text in "abcde":
+            await store.append(filler.id, UserMessage(text))
+        conversation = await store.create(1, "mock", ["user"])
+        assert await store.begin_turn(conversation.id, ["user"], UserMessage("one"))
+        assert [_text(m) for m in await store.history(conversation.id)] == ["one"]
+        done = TurnFinished(TurnStatus.COMPLETED)
+        idle, running = ConversationStatus.IDLE, ConversationStatus.RUNNING
+        answer = AssistantMessage("answer")
+        completed, moved = await store.finish_turn(conversation.id, done, running, idle, answer)
+        assert moved
+        assert completed is not None
+        assert completed.message.message == answer
+        async with sessions.begin() as session:
+            await session.execute(
+                delete(ConversationMessage).where(ConversationMessage.conversation_id == filler.id)
+            )
+            # Another writer's row took a lower id but committed later (PostgreSQL sequences).
+            behind = message_json(UserMessage("behind"))
+            values = {"id": 3, "conversation_id": conversation.id, "role": "user"}
+            await session.execute(insert(ConversationMessage).values(**values, message=behind))
+        assert await store.begin_turn(conversation.id, ["user"], UserMessage("two"))
+        seen = [_text(m) for m in await store.history(conversation.id)]
+        whole = [_text(m.message) for m in await store.messages(conversation.id)]
+        return seen, whole
+
+    seen, whole = with_store(migrated, scenario)
+    assert seen == ["behind", "one", "answer", "two"] == whole
+
+
+def _text(message: Any) -> str:
+    return str(message.content)
