@@ -16,9 +16,11 @@ the result stored and a second model call (the mock's is nearly free).
 
 from __future__ import annotations
 
+import argparse
 import os
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -71,6 +73,8 @@ def write_config(workdir: Path, mcp_url: str) -> Path:
             _tool_model("turn-http", SERVERS["streamable_http"]),
         ],
         "mcp_servers": [stdio_server, http_server],
+        # Both servers offer the same tools: the models name each server's own.
+        "tool_catalog": {"always_namespace": True},
     }
     path = workdir / "gateway.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -155,3 +159,33 @@ def measure_turns(client: httpx.Client, turns: int, warmup: int) -> list[TurnRow
         order.reverse()
         done += count
     return [_row(TURN_MODELS[model], times[model], errors[model]) for model in TURN_MODELS]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Times the turns alone (``make bench`` runs them within ``bench.mcp``): p50 of each model
+    and each tool turn's extra time over the plain turn, the tool round."""
+    from bench.mcp import http_server  # bench.mcp imports this module
+
+    parser = argparse.ArgumentParser(prog="bench.mcp_api", description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--port", type=int, default=18650)
+    args = parser.parse_args(argv)
+    with (
+        http_server(args.port) as (mcp_url, _server_pid),
+        tempfile.TemporaryDirectory(prefix="bench-mcp-api-") as tmp,
+        api_client(Path(tmp), args.port + 1, mcp_url) as (_pid, client),
+    ):
+        rows = measure_turns(client, args.turns, args.warmup)
+    plain = next(row for row in rows if row.tool == TURN_MODELS[PLAIN])
+    for row in rows:
+        extra = "" if row is plain else f", round +{row.p50_ms - plain.p50_ms:.2f} ms"
+        print(
+            f"{row.tool:15} p50 {row.p50_ms:.2f} p90 {row.p90_ms:.2f} p99 {row.p99_ms:.2f} ms"
+            f"{extra}, {row.errors} errors, load {row.load_average:.2f}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -96,11 +96,14 @@ class ToolExecutor:
         if over_budget:
             reason = "The turn's limit on tool calls is reached."
             return await self._checks.deny(view, CallState.PROPOSED, reason)
-        verdict = await self._checks.check(view, Stage.PROPOSE, call=call, roles=conversation.roles)
+        verdict, checked = await self._checks.judge(
+            view, Stage.PROPOSE, call=call, roles=conversation.roles
+        )
         tool = verdict.tool
         if verdict.reason is not None or tool is None:
             log.warning("tool_call_denied", tool=call.name, reason=verdict.reason)
-            return await self._checks.deny(view, CallState.PROPOSED, verdict.reason or "denied")
+            reason = verdict.reason or "denied"
+            return await self._checks.deny(view, CallState.PROPOSED, reason, prior=checked)
         identity: dict[str, object] = {
             "definition_hash": tool.definition_hash,
             "server": tool.server,
@@ -116,9 +119,10 @@ class ToolExecutor:
                     "expires_at": expires_at,
                     "approvals_required": verdict.approvals_required,
                 },
+                prior=checked,
             )
         return await self._calls.move(
-            view.record_id, CallState.PROPOSED, CallState.APPROVED, changes=identity
+            view.record_id, CallState.PROPOSED, CallState.APPROVED, changes=identity, prior=checked
         )
 
     async def execute(
@@ -131,9 +135,10 @@ class ToolExecutor:
         for call in calls:
             # Decided again at the last moment: a key revoked, a role narrowed, a tool disabled
             # or changed since the approval stops the call here.
-            verdict = await self._checks.check(call, Stage.EXECUTE)
+            verdict, checked = await self._checks.judge(call, Stage.EXECUTE)
             if not verdict.allowed:
-                denied = await self._checks.deny(call, CallState.APPROVED, verdict.reason or "")
+                reason = verdict.reason or ""
+                denied = await self._checks.deny(call, CallState.APPROVED, reason, prior=checked)
                 if denied is not None:
                     yield ToolCallCompleted(denied)
                 continue
@@ -142,6 +147,7 @@ class ToolExecutor:
                 CallState.APPROVED,
                 CallState.EXECUTING,
                 changes={"started_at": self._clock()},
+                prior=checked,
             )
             if moved is not None:
                 started.append(moved)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView
+from chat_service.tool_calls import CallState, PendingAudit, ToolCallStore, ToolCallView
 from governance import Stage, ToolGovernance, Verdict
 from llm_service.types import ToolCall, ToolResultMessage
 
@@ -38,13 +38,29 @@ class PolicyChecks:
     ) -> Verdict:
         """Decide on the call as stored (``call``: the model's own, at proposal) and audit it.
         After proposal the definition must still be the one the call was proposed against."""
+        verdict, audit = await self.judge(
+            view, stage, call=call, roles=roles, actor_key_id=actor_key_id
+        )
+        await self._calls.audit(view, audit.action, audit.actor_key_id, audit.detail)
+        return verdict
+
+    async def judge(
+        self,
+        view: ToolCallView,
+        stage: Stage,
+        *,
+        call: ToolCall | None = None,
+        roles: Iterable[str] | None = None,
+        actor_key_id: int | None = None,
+    ) -> tuple[Verdict, PendingAudit]:
+        """``check`` whose audit the caller writes with the move the verdict leads to
+        (``ToolCallStore.move(prior=...)``): the check is audited, in one commit less."""
         asked = call or ToolCall(view.call_id, view.tool_name, view.arguments)
         proposed = None if stage is Stage.PROPOSE else view.definition_hash or ""
         verdict = await self._tools.decide(
             asked, view.requested_by_key_id, roles, proposed_hash=proposed, server=view.server
         )
-        await self._calls.audit(view, "policy_checked", actor_key_id, verdict.as_audit(stage))
-        return verdict
+        return verdict, PendingAudit(view, "policy_checked", actor_key_id, verdict.as_audit(stage))
 
     async def deny(
         self,
@@ -53,6 +69,8 @@ class PolicyChecks:
         reason: str,
         actor_key_id: int | None = None,
         decision: dict[str, object] | None = None,
+        *,
+        prior: PendingAudit | None = None,
     ) -> ToolCallView | None:
         """End the call ``denied_by_policy``; the model is told why. None: another move won.
         ``decision``: the approver's fields, when the denial answered an approval."""
@@ -69,4 +87,5 @@ class PolicyChecks:
                 "finished_at": self._clock(),
                 **(decision or {}),
             },
+            prior=prior,
         )

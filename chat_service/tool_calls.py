@@ -12,7 +12,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -140,6 +140,29 @@ _MARKS: TypeAdapter[tuple[ApprovalMark, ...]] = TypeAdapter(tuple[ApprovalMark, 
 MoveObserver = Callable[[ToolCallView], None]
 
 
+@dataclass(frozen=True, slots=True)
+class PendingAudit:
+    """An audit row of something that happened to a call (e.g. a policy check), written in the
+    transaction of the move it led to: one commit instead of two."""
+
+    call: ToolCallView
+    action: str
+    actor_key_id: int | None
+    detail: dict[str, Any]
+    at: datetime = field(default_factory=utcnow)
+
+    def row(self) -> AuditEvent:
+        return AuditEvent(
+            created_at=self.at,
+            actor_key_id=self.actor_key_id,
+            action=f"tool_call.{self.action}",
+            conversation_id=self.call.conversation_id,
+            tool_call_id=self.call.record_id,
+            tool_name=self.call.tool_name,
+            detail=self.detail,
+        )
+
+
 class ToolCallStore:
     def __init__(
         self, sessions: async_sessionmaker[AsyncSession], on_move: MoveObserver | None = None
@@ -187,14 +210,18 @@ class ToolCallStore:
         actor_key_id: int | None = None,
         result_message: ToolResultMessage | None = None,
         changes: dict[str, Any] | None = None,
+        prior: PendingAudit | None = None,
     ) -> ToolCallView | None:
         """Compare-and-set: returns the updated call, or None when another move won.
 
         ``result_message`` is appended to the conversation in the same transaction, so a settled
-        call always has exactly one result in the history the model sees.
+        call always has exactly one result in the history the model sees. ``prior``: what led to
+        the move, audited first in the same transaction (even when another move won).
         """
         values = changes or {}
         async with self._sessions.begin() as session:
+            if prior is not None:
+                session.add(prior.row())
             result = await session.execute(
                 update(ToolCallRecord)
                 .where(ToolCallRecord.id == record_id, ToolCallRecord.state == expected.value)
@@ -261,17 +288,8 @@ class ToolCallStore:
         self, call: ToolCallView, action: str, actor_key_id: int | None, detail: dict[str, Any]
     ) -> None:
         """Audits something that happened to a call without moving it (e.g. a policy check)."""
-        event = AuditEvent(
-            created_at=utcnow(),
-            actor_key_id=actor_key_id,
-            action=f"tool_call.{action}",
-            conversation_id=call.conversation_id,
-            tool_call_id=call.record_id,
-            tool_name=call.tool_name,
-            detail=detail,
-        )
         async with self._sessions.begin() as session:
-            session.add(event)
+            session.add(PendingAudit(call, action, actor_key_id, detail).row())
 
     async def get(self, record_id: str) -> ToolCallView | None:
         async with self._sessions() as session:
