@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Coroutine
+import heapq
+from collections.abc import AsyncIterator, Callable, Coroutine
 from datetime import datetime
 from typing import Any
 
@@ -23,14 +24,14 @@ _CLOCK_SLACK = 0.05
 class BackgroundTurns:
     """Runs turns as tasks so a caller that disconnects never leaves a turn half-done.
 
-    A turn it parks for approval gets a timer here: at the approval's expiry the call expires
+    A turn it parks for approval is scheduled here: at the approval's expiry the call expires
     and the turn resumes at once. The sweeper, on every replica, is the backstop (e.g. when the
     replica that parked the turn is gone)."""
 
     def __init__(self, turns: TurnRunner) -> None:
         self._turns = turns
         self._tasks: set[asyncio.Task[None]] = set()
-        self._sweeper: Sweeper | None = None
+        self._expiries: ExpirySchedule | None = None
 
     def relay(self, turn: AsyncIterator[TurnEvent]) -> AsyncIterator[TurnEvent]:
         """Run ``turn`` in a task; iterate the returned stream to watch it."""
@@ -75,21 +76,16 @@ class BackgroundTurns:
         self._spawn(run())
 
     def start_sweeping(self, sweeper: Sweeper, every_seconds: float) -> None:
-        self._sweeper = sweeper
+        self._expiries = ExpirySchedule(sweeper, self.resume)
+        self._spawn(self._expiries.run())
         self._spawn(self._sweep_forever(sweeper, every_seconds))
 
     def _on_event(self, event: TurnEvent) -> None:
-        if not isinstance(event, ToolCallAwaitingApproval) or self._sweeper is None:
+        if not isinstance(event, ToolCallAwaitingApproval) or self._expiries is None:
             return
         expires_at = event.tool_call.expires_at
         if expires_at is not None:
-            self._spawn(self._expire_at(self._sweeper, expires_at))
-
-    async def _expire_at(self, sweeper: Sweeper, expires_at: datetime) -> None:
-        # A timer, not a wait on another party: a decision before then leaves nothing to expire.
-        await asyncio.sleep(sweeper.seconds_until(expires_at) + _CLOCK_SLACK)
-        for conversation_id in await sweeper.expire_approvals():
-            self.resume(conversation_id)
+            self._expiries.add(expires_at)
 
     async def _sweep_forever(self, sweeper: Sweeper, every_seconds: float) -> None:
         while True:
@@ -121,3 +117,46 @@ class BackgroundTurns:
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+class ExpirySchedule:
+    """One task per process sleeping until the earliest known approval expiry.
+
+    A task per pending approval would hold a few kilobytes each for as long as the approval
+    waits (1,000 waiting conversations, 1,000 sleeping tasks); here each costs one datetime in a
+    heap. A decision before the deadline leaves the entry in place: the expiry pass then finds
+    nothing due, which is cheap."""
+
+    def __init__(self, sweeper: Sweeper, resume: Callable[[str], None]) -> None:
+        self._sweeper = sweeper
+        self._resume = resume
+        self._due: list[datetime] = []
+        self._earlier = asyncio.Event()
+
+    def add(self, expires_at: datetime) -> None:
+        if not self._due or expires_at < self._due[0]:
+            self._earlier.set()
+        heapq.heappush(self._due, expires_at)
+
+    def __len__(self) -> int:
+        return len(self._due)
+
+    async def run(self) -> None:
+        while True:
+            self._earlier.clear()
+            if not self._due:
+                await self._earlier.wait()
+                continue
+            delay = self._sweeper.seconds_until(self._due[0]) + _CLOCK_SLACK
+            try:
+                await asyncio.wait_for(self._earlier.wait(), delay)
+                continue  # an earlier expiry arrived: sleep until that one instead
+            except TimeoutError:
+                pass
+            while self._due and self._sweeper.seconds_until(self._due[0]) == 0:
+                heapq.heappop(self._due)
+            try:
+                for conversation_id in await self._sweeper.expire_approvals():
+                    self._resume(conversation_id)
+            except Exception:  # the sweeper retries on its next pass
+                log.exception("expiry_failed")

@@ -50,3 +50,23 @@ def test_tool_calls_beyond_the_turn_budget_are_denied(database_url: str) -> None
         states = [c["state"] for c in turn["tool_calls"]]
         assert states == ["denied_by_policy", "denied_by_policy"]
         assert "limit" in turn["tool_calls"][1]["policy_reason"]
+
+
+def test_each_of_several_waiting_approvals_expires_at_its_own_expiry_from_one_schedule(
+    database_url: str,
+) -> None:
+    # One schedule per process: after the first expiry it must sleep on until the next one.
+    with loop_stack_on(
+        database_url, approval_expiry_seconds=0.3, sweep_interval_seconds=3600
+    ) as stack:
+        first_id, first_turn = start(stack, "loop")
+        first_record = pending_call(first_turn)["record_id"]
+        second_id, second_turn = start(stack, "loop")
+        second_record = pending_call(second_turn)["record_id"]
+
+        for conversation_id, record_id in ((first_id, first_record), (second_id, second_record)):
+            events = follow(stack, conversation_id)
+            assert events[-1] == ("turn.finished", {"status": "completed"})
+            calls = conversation(stack, conversation_id)["tool_calls"]
+            [call] = [c for c in calls if c["record_id"] == record_id]
+            assert call["state"] == "expired"
