@@ -36,10 +36,10 @@ def test_report_states_the_workers_and_conversation_goals() -> None:
 
 
 def test_report_states_the_waiting_goals() -> None:
-    row = WaitingRow(1000, 1000, 180.0, 230.5, 40.0, 10, 120.0, 150.0, 90.0, 1.5)
+    row = WaitingRow(1000, 1000, 180.0, 230.5, 40.0, 10, 120.0, 150.0, 30.0, 90.0, 1.5)
     text = document(Results(waiting=row))
     assert "## Conversations waiting for approval" in text
-    assert "| 1,000 of 1,000 | 180 | 230 | 40.0 | 10 | 120.0 | 150.0 | 90 | 1.5 |" in text
+    assert "| 1,000 of 1,000 | 180 | 230 | 40.0 | 10 | 120.0 | 150.0 | 30.0 | 90 | 1.5 |" in text
     assert (
         "| RSS with 1,000 conversations waiting for approval | < 250 MB | 230.50 MB | yes |" in text
     )
