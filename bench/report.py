@@ -11,7 +11,10 @@ from pathlib import Path
 
 from bench.conversation import ConversationRow
 from bench.conversation import table as conversation_table
+from bench.goals import goals
 from bench.load import WrkResult
+from bench.waiting import WaitingRow
+from bench.waiting import table as waiting_table
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,7 @@ class Results:
     mcp: list[MCPRow] = field(default_factory=list)
     mcp_turns: list[TurnRow] = field(default_factory=list)
     conversation: list[ConversationRow] = field(default_factory=list)
+    waiting: WaitingRow | None = None
     versions: dict[str, str] = field(default_factory=dict)
     settings: str = ""
 
@@ -254,6 +258,21 @@ def _conversation_section(results: Results) -> list[str]:
     ]
 
 
+def _waiting_section(results: Results) -> list[str]:
+    if results.waiting is None:
+        return []
+    return [
+        "## Conversations waiting for approval",
+        "",
+        "Conversations parked at a held tool call through the native API (`bench/waiting.py`), "
+        "the gateway's RSS before and with all of them waiting, and the admin approval queue "
+        "page (`GET /admin`, its first page) loaded one at a time.",
+        "",
+        *waiting_table(results.waiting),
+        "",
+    ]
+
+
 def render(results: Results) -> str:
     date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     versions = ", ".join(f"{k} {v}" for k, v in results.versions.items())
@@ -287,6 +306,7 @@ def render(results: Results) -> str:
             *_extras_table(results),
             "",
             *_conversation_section(results),
+            *_waiting_section(results),
             *_mcp_section(results),
         ]
     )
@@ -317,95 +337,6 @@ def machine_speed(results: Results) -> list[str]:
         f"were set on (2026-11-23, Intel Xeon): {', '.join(parts)} (above 1: this machine is "
         f"slower, and every CPU and latency figure here with it)"
     ]
-
-
-def _ratio(results: Results, mode: str, connections: int) -> float | None:
-    ours = results.row("gateway", mode, connections)
-    theirs = results.row("litellm", mode, connections)
-    if ours is None or theirs is None or not theirs.result.rps:
-        return None
-    return ours.result.rps / theirs.result.rps
-
-
-def _cpu_ratio(results: Results, mode: str, connections: int) -> float | None:
-    """LiteLLM's CPU per request over ours: the throughput ratio once both are CPU-bound on the
-    same cores, and far less disturbed than req/s by other work sharing the machine."""
-    ours = results.row("gateway", mode, connections)
-    theirs = results.row("litellm", mode, connections)
-    if ours is None or theirs is None or not ours.cpu_ms_per_request:
-        return None
-    return theirs.cpu_ms_per_request / ours.cpu_ms_per_request
-
-
-def goals(results: Results) -> list[str]:
-    """The issue's goals, each with the number reached; ``-`` where not measured this run."""
-    whole1 = results.row("gateway", "whole", 1)
-    base1 = results.row("upstream", "whole", 1)
-    gw, up = results.extras.get("gateway"), results.extras.get("upstream")
-    checks: list[tuple[str, float | None, float, str]] = []
-    if whole1 and base1:
-        ours, bare = whole1.result, base1.result
-        checks.append(("added p50 at concurrency 1", ours.p50_ms - bare.p50_ms, 1.0, "ms"))
-        checks.append(("added p99 at concurrency 1", ours.p99_ms - bare.p99_ms, 3.0, "ms"))
-    for mode in ("whole", "stream"):
-        ratio = _ratio(results, mode, 64)
-        checks.append((f"throughput vs LiteLLM at 64, {mode}: req/s", ratio, 5.0, "x"))
-        cpu_ratio = _cpu_ratio(results, mode, 64)
-        checks.append((f"throughput vs LiteLLM at 64, {mode}: CPU/req", cpu_ratio, 5.0, "x"))
-    if gw and up and gw.first_byte_p50_ms is not None and up.first_byte_p50_ms is not None:
-        added = gw.first_byte_p50_ms - up.first_byte_p50_ms
-        checks.append(("added first byte p50", added, 1.0, "ms"))
-    for mode in ("whole", "stream"):
-        single, several = results.row("gateway", mode, 64), results.row("gateway-workers", mode, 64)
-        if single and several and single.result.rps:
-            ratio = several.result.rps / single.result.rps
-            checks.append((f"workers vs one process at 64, {mode}: req/s", ratio, 1.8, "x"))
-    for mode, limit in (("whole", 0.22), ("stream", 0.32)):
-        single = results.row("gateway", mode, 64)
-        cpu = single.cpu_ms_per_request if single else None
-        checks.append((f"CPU per request at 64, {mode}, one process", cpu, limit, "ms"))
-    checks += _conversation_goals(results.conversation)
-    checks += _tool_round_goal(results)
-    if gw:
-        checks.append(("RSS with 1,000 streams open", gw.streams_rss_mb, 300.0, "MB"))
-        checks.append(("idle RSS", gw.idle_rss_mb, 150.0, "MB"))
-    lines = ["| goal | target | reached | met |", "|---|---:|---:|---|"]
-    for name, value, limit, unit in checks:
-        at_least = unit == "x"
-        met = value is not None and (value >= limit if at_least else value < limit)
-        shown = "-" if value is None else f"{value:.2f} {unit}"
-        bound = f"{'>=' if at_least else '<'} {limit:g} {unit}"
-        lines.append(f"| {name} | {bound} | {shown} | {'yes' if met else 'no'} |")
-    return lines
-
-
-def _tool_round_goal(results: Results) -> list[tuple[str, float | None, float, str]]:
-    """A turn with one stdio tool call minus a turn without, minus the tool call's own time
-    (the MCP SDK alone calling the same server, one at a time)."""
-    base = next((r for r in results.mcp_turns if r.tool == "no tool"), None)
-    with_tool = next((r for r in results.mcp_turns if r.tool == "stdio"), None)
-    alone = ("stdio", "direct", 1)
-    direct = next((r for r in results.mcp if (r.transport, r.client, r.concurrency) == alone), None)
-    if base is None or with_tool is None or direct is None:
-        return []
-    added = with_tool.p50_ms - base.p50_ms - direct.p50_ms
-    return [("tool round p50 over the tool's own time, stdio", added, 6.0, "ms")]
-
-
-_TURN_GOALS_MS = {"sqlite": 2.0, "postgresql": 3.0}
-
-
-def _conversation_goals(rows: list[ConversationRow]) -> list[tuple[str, float | None, float, str]]:
-    checks: list[tuple[str, float | None, float, str]] = []
-    for database, limit in _TURN_GOALS_MS.items():
-        short = next((r for r in rows if (r.database, r.kind) == (database, "short")), None)
-        long = next((r for r in rows if (r.database, r.kind) == (database, "long")), None)
-        if short is None or long is None:
-            continue
-        checks.append((f"conversation turn p50, {database}", short.p50_ms, limit, "ms"))
-        growth = (long.p50_ms / short.p50_ms - 1) * 100 if short.p50_ms else None
-        checks.append((f"turn at {long.history} turns vs 1, {database}", growth, 10.0, "%"))
-    return checks
 
 
 METHOD = """## Method
@@ -440,6 +371,12 @@ METHOD = """## Method
   (`bench/mcp_api.py`): `llm-gateway serve` with both servers configured and scripted `mock`
   models, 300 turns of each kind, each on a new conversation made untimed beforehand, in
   alternating blocks, one at a time.
+- Waiting for approval (`bench/waiting.py`, also `python -m bench.waiting` alone): `llm-gateway
+  serve` with `mcp-server-time` over stdio, its tools requiring approval, and a scripted `mock`
+  model calling one; 1,000 conversations each created and sent one message (32 at a time), each
+  turn stopping at the held call. RSS is the gateway's before (after one warm-up turn) and with
+  all 1,000 waiting; the queue page is loaded 10 times, one at a time, signed in with an `admin`
+  key, after one untimed load.
 """
 
 

@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
-from bench import conversation, load, mcp, procstat, targets
+from bench import conversation, load, mcp, procstat, targets, waiting
 from bench.report import Results, Row, TargetExtras, document, git_revision
 from gateway.workers import available_cpus
 
@@ -41,7 +41,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds before each run")
     parser.add_argument("--first-byte-requests", type=int, default=500)
     parser.add_argument("--streams", type=int, default=1000, help="streams held open at once")
-    parser.add_argument("--port", type=int, default=18080, help="first of seven ports")
+    parser.add_argument("--port", type=int, default=18080, help="first of eight ports")
     parser.add_argument(
         "--mcp",
         action=argparse.BooleanOptionalAction,
@@ -55,6 +55,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="also time conversation turns by history length (bench/conversation.py)",
     )
     parser.add_argument("--conversation-turns", type=int, default=conversation.Settings.turns)
+    parser.add_argument(
+        "--waiting",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also park conversations awaiting approval: RSS and the queue page (bench/waiting.py)",
+    )
+    parser.add_argument("--waiting-conversations", type=int, default=waiting.Settings.conversations)
     parser.add_argument("--mcp-calls", type=int, default=mcp.Settings.calls)
     parser.add_argument("--mcp-turns", type=int, default=mcp.Settings.turns, help="0: none")
     parser.add_argument("--output", type=Path, default=targets.ROOT / "docs" / "benchmarks.md")
@@ -67,6 +74,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("keep runs bounded: concurrency <= 2000, duration <= 60 s, streams <= 5000")
     if args.conversation_turns > 5000:
         parser.error("keep runs bounded: --conversation-turns <= 5000")
+    if not 1 <= args.waiting_conversations <= 10_000:
+        parser.error("keep runs bounded: 1 <= --waiting-conversations <= 10000")
     if args.mcp_calls > 100_000 or args.mcp_turns > 10_000:
         parser.error("keep runs bounded: --mcp-calls <= 100000, --mcp-turns <= 10000")
     return args
@@ -206,6 +215,12 @@ def run(args: argparse.Namespace) -> Results:
         bench.results.settings += (
             f"; conversations: {turns.turns} timed turns of each kind, "
             f"{turns.history}-turn history for the long ones"
+        )
+    if args.waiting:
+        parked = waiting.Settings(conversations=args.waiting_conversations, port=args.port + 7)
+        bench.results.waiting = waiting.measure(parked)
+        bench.results.settings += (
+            f"; waiting: {parked.conversations:,} conversations, {parked.loads} queue page loads"
         )
     if args.mcp:
         settings = mcp.Settings(calls=args.mcp_calls, turns=args.mcp_turns, port=args.port + 3)

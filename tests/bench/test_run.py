@@ -9,6 +9,7 @@ import pytest
 from bench import load, run, stats, upstream
 from bench.conversation import ConversationRow
 from bench.report import MCPRow, Results, document, mcp_table
+from bench.waiting import WaitingRow
 
 
 def test_defaults_cover_the_issue_matrix() -> None:
@@ -19,6 +20,8 @@ def test_defaults_cover_the_issue_matrix() -> None:
     assert args.streams == 1000
     assert args.mcp  # the MCP tool round trip is part of `make bench`
     assert args.conversation  # and the conversation turns by history length
+    assert args.waiting  # and 1,000 conversations waiting for approval
+    assert args.waiting_conversations == 1000
     with pytest.raises(SystemExit):
         run.parse_args(["--conversation-turns", "100000"])
 
@@ -32,9 +35,28 @@ def test_report_states_the_workers_and_conversation_goals() -> None:
     assert "## Conversation turns" in text
 
 
+def test_report_states_the_waiting_goals() -> None:
+    row = WaitingRow(1000, 1000, 180.0, 230.5, 40.0, 10, 120.0, 150.0, 30.0, 90.0, 1.5)
+    text = document(Results(waiting=row))
+    assert "## Conversations waiting for approval" in text
+    assert "| 1,000 of 1,000 | 180 | 230 | 40.0 | 10 | 120.0 | 150.0 | 30.0 | 90 | 1.5 |" in text
+    assert (
+        "| RSS with 1,000 conversations waiting for approval | < 250 MB | 230.50 MB | yes |" in text
+    )
+    assert "| approval queue page with 1,000 pending, p50 | < 200 ms | 120.00 ms | yes |" in text
+
+
+def test_the_waiting_section_appears_only_when_measured() -> None:
+    text = document(Results())
+    assert "## Conversations waiting for approval" not in text
+    assert "waiting for approval |" not in text
+
+
 def test_runs_are_bounded() -> None:
     with pytest.raises(SystemExit):
         run.parse_args(["--duration", "600"])
+    with pytest.raises(SystemExit):
+        run.parse_args(["--waiting-conversations", "100000"])
 
 
 def test_load_goes_to_loopback_only() -> None:

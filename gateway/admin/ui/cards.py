@@ -15,6 +15,7 @@ from gateway.admin.ui.card_details import (
     decision_counts,
     hints,
 )
+from gateway.admin.ui.queue_rows import card_context
 from gateway.services import Services
 from llm_service.types import AssistantMessage, Message, TextPart, ToolResultMessage, UserMessage
 
@@ -98,34 +99,37 @@ def _previous_result(
     return None
 
 
-def _server_of(services: Services, call: ToolCallView) -> str | None:
-    if call.server is not None:
-        return call.server
-    tool = services.tools.tool(call.tool_name)
+def _server_of(services: Services, tool_name: str, server: str | None) -> str | None:
+    if server is not None:
+        return server
+    tool = services.tools.tool(tool_name)
     return tool.server if tool else None
 
 
 async def build_cards(services: Services, calls: list[ToolCallView]) -> list[CallCard]:
+    """The cards of ``calls``: their conversations, messages and sibling calls read for all of
+    them at once."""
     keys = {info.id: info for info in await services.keys.list()}
     counts = await decision_counts(services.sessions, {call.tool_name for call in calls})
+    context = await card_context(services.sessions, (call.conversation_id for call in calls))
     cards: list[CallCard] = []
     for call in calls:
-        conversation = await services.conversations.get(call.conversation_id)
-        messages = await services.conversations.messages(call.conversation_id)
-        siblings = await services.tool_calls.for_conversation(call.conversation_id)
-        servers = {sibling.call_id: _server_of(services, sibling) for sibling in siblings}
-        leading = _leading_messages(messages, call.call_id)
+        servers = {
+            sibling.call_id: _server_of(services, sibling.tool_name, sibling.server)
+            for sibling in context.calls[call.conversation_id]
+        }
+        leading = _leading_messages(context.messages[call.conversation_id], call.call_id)
         tool = services.tools.tool(call.tool_name)
         key = keys.get(call.requested_by_key_id)
         cards.append(
             CallCard(
                 call=call,
-                server=_server_of(services, call),
+                server=_server_of(services, call.tool_name, call.server),
                 requester=key.name if key else f"key #{call.requested_by_key_id}",
                 expires_at=call.expires_at,
                 excerpt=[_line(m) for m in leading[-EXCERPT_MESSAGES:]],
                 previous_result=_previous_result(leading, servers),
-                model=conversation.model,
+                model=context.models.get(call.conversation_id, ""),
                 tool_description=tool.description if tool else None,
                 hints=hints(tool.annotations) if tool else [],
                 arguments=argument_rows(tool.parameters if tool else None, call.arguments),

@@ -14,6 +14,7 @@ from chat_service.errors import DecisionConflict, SelfApprovalForbidden, ToolCal
 from chat_service.tool_calls import CallState
 from db.base import utcnow
 from gateway.admin.ui.cards import build_cards
+from gateway.admin.ui.queue_rows import pending_page
 from gateway.admin.ui.rendering import render, render_fragment
 from gateway.admin.ui.running import running_calls
 from gateway.admin.ui.security import SecuredRoute, SignedIn, check_csrf
@@ -40,19 +41,27 @@ async def _queue_page(
     error: str | None = None,
     status_code: int = 200,
 ) -> Response:
-    pending = await build_cards(services, await services.approvals.pending())
+    page = await pending_page(services.sessions, _page_number(request))
+    pending = await build_cards(services, page.calls)
     decided = await services.tool_calls.in_states(
         [CallState.APPROVED, CallState.REJECTED, CallState.EXPIRED], limit=RECENT_DECISIONS
     )
     notice = DONE_NOTICES.get(request.query_params.get("done", ""))
     context = {
         "cards": pending,
+        "page": page,
         "running": await running_calls(services),
         "decided": decided,
         "notice": notice,
         "error": error,
     }
     return render(request, "queue.html", context, session, status_code)
+
+
+def _page_number(request: Request) -> int:
+    """``?page=N`` from 1; anything else is the first page."""
+    number = request.query_params.get("page", "")
+    return int(number) if number.isdigit() and 0 < len(number) < 7 else 1
 
 
 @router.get("")
@@ -105,12 +114,14 @@ async def _queue_feed(
     drain: Drain = request.app.state.drain
     yield b": live\n\n"
     running_shown = ""
+    number = _page_number(request)
     # Ending on drain lets the browser's EventSource reconnect to a replica that stays up.
     while not drain.draining and not await request.is_disconnected():
         if session.expires_at <= utcnow():
             yield _event("session-expired", {})
             return
-        calls = await services.approvals.pending()
+        # The cards of the page it follows: calls before them decided move later ones in.
+        calls = (await pending_page(services.sessions, number)).calls
         current = {call.record_id: len(call.approvals) for call in calls}
         fresh = [c for c in calls if shown.get(c.record_id) != len(c.approvals)]
         for card in await build_cards(services, fresh):

@@ -46,6 +46,8 @@ function followQueue() {
   const queue = document.getElementById("queue");
   if (!queue || !window.EventSource) return;
   const params = new URLSearchParams();
+  // The feed follows the page shown: its cards, not the whole queue.
+  params.append("page", queue.dataset.page || "1");
   for (const card of queue.querySelectorAll(".call")) {
     params.append("shown", `${card.dataset.recordId}:${card.dataset.approvals || 0}`);
   }
