@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import yaml
 
-from bench import targets
+from bench import procstat, targets
 from bench.report import TurnRow
 from bench.stats import percentile
 
@@ -139,8 +139,12 @@ def _row(tool: str, times: list[float], errors: int) -> TurnRow:
     )
 
 
-def measure_turns(client: httpx.Client, turns: int, warmup: int) -> list[TurnRow]:
-    """Every model's turns in alternating blocks, after a warm-up of each."""
+def measure_turns(
+    client: httpx.Client, turns: int, warmup: int, cpu: dict[str, float] | None = None, pid: int = 0
+) -> list[TurnRow]:
+    """Every model's turns in alternating blocks, after a warm-up of each. ``cpu`` given: filled
+    with each model's CPU seconds per turn in the process tree of ``pid`` (the gateway and the
+    stdio tool servers it runs)."""
     for model in TURN_MODELS:
         for _ in range(warmup):
             _turn(client, model)
@@ -152,10 +156,14 @@ def measure_turns(client: httpx.Client, turns: int, warmup: int) -> list[TurnRow
     while done < turns:
         count = min(block, turns - done)
         for model in order:
+            before = procstat.sample(pid).cpu_seconds if cpu is not None else 0.0
             for _ in range(count):
                 seconds, ok = _turn(client, model)
                 times[model].append(seconds)
                 errors[model] += not ok
+            if cpu is not None:
+                spent = procstat.sample(pid).cpu_seconds - before
+                cpu[model] = cpu.get(model, 0.0) + spent / turns
         order.reverse()
         done += count
     return [_row(TURN_MODELS[model], times[model], errors[model]) for model in TURN_MODELS]
@@ -174,15 +182,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     with (
         http_server(args.port) as (mcp_url, _server_pid),
         tempfile.TemporaryDirectory(prefix="bench-mcp-api-") as tmp,
-        api_client(Path(tmp), args.port + 1, mcp_url) as (_pid, client),
+        api_client(Path(tmp), args.port + 1, mcp_url) as (pid, client),
     ):
-        rows = measure_turns(client, args.turns, args.warmup)
+        cpu: dict[str, float] = {}
+        rows = measure_turns(client, args.turns, args.warmup, cpu, pid)
+    cpu_ms = {TURN_MODELS[model]: seconds * 1000 for model, seconds in cpu.items()}
     plain = next(row for row in rows if row.tool == TURN_MODELS[PLAIN])
     for row in rows:
         extra = "" if row is plain else f", round +{row.p50_ms - plain.p50_ms:.2f} ms"
         print(
             f"{row.tool:15} p50 {row.p50_ms:.2f} p90 {row.p90_ms:.2f} p99 {row.p99_ms:.2f} ms"
-            f"{extra}, {row.errors} errors, load {row.load_average:.2f}",
+            f"{extra}, CPU {cpu_ms[row.tool]:.2f} ms/turn, {row.errors} errors, "
+            f"load {row.load_average:.2f}",
             flush=True,
         )
 

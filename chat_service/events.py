@@ -182,6 +182,14 @@ TurnEvent = (
 EVENTS: TypeAdapter[TurnEvent] = TypeAdapter(Annotated[TurnEvent, Field(discriminator="type")])
 
 
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """An event already written, in the transaction of the move it reports (the executor's):
+    whoever relays it must not store it again."""
+
+    event: TurnEvent
+
+
 def stored_event(kind: str, data: dict[str, Any]) -> TurnEvent:
     """An event read back from its stored ``type`` and payload."""
     return EVENTS.validate_python({**data, "type": kind})

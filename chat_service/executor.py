@@ -12,6 +12,7 @@ from opentelemetry.trace import NoOpTracer, Tracer
 from chat_service.call_hooks import CallListeners
 from chat_service.config import ToolLoopSettings
 from chat_service.events import (
+    Stored,
     ToolCallAwaitingApproval,
     ToolCallCompleted,
     ToolCallCreated,
@@ -58,7 +59,7 @@ class ToolExecutor:
         calls: tuple[ToolCall, ...],
         round_number: int,
         budget: int,
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncIterator[TurnEvent | Stored]:
         """Propose every call, decide each by policy, run the approved ones concurrently.
 
         Calls beyond ``budget`` (the turn's remaining tool-call allowance) are denied.
@@ -72,9 +73,10 @@ class ToolExecutor:
                 tool_name=call.name,
                 arguments=call.arguments,
                 requested_by_key_id=conversation.api_key_id,
+                announce=ToolCallCreated,
             )
             proposed.append((view, call))
-            yield ToolCallCreated(view)
+            yield Stored(ToolCallCreated(view))
         approved: list[ToolCallView] = []
         for index, (view, call) in enumerate(proposed):
             over_budget = index >= budget
@@ -84,9 +86,9 @@ class ToolExecutor:
             if moved.state is CallState.APPROVED:
                 approved.append(moved)
             elif moved.state is CallState.AWAITING_APPROVAL:
-                yield ToolCallAwaitingApproval(moved)
-            else:
-                yield ToolCallCompleted(moved)
+                yield Stored(ToolCallAwaitingApproval(moved))
+            else:  # denied
+                yield Stored(ToolCallCompleted(moved))
         async for event in self.execute(approved, conversation.model):
             yield event
 
@@ -95,7 +97,9 @@ class ToolExecutor:
     ) -> ToolCallView | None:
         if over_budget:
             reason = "The turn's limit on tool calls is reached."
-            return await self._checks.deny(view, CallState.PROPOSED, reason)
+            return await self._checks.deny(
+                view, CallState.PROPOSED, reason, announce=ToolCallCompleted
+            )
         verdict, checked = await self._checks.judge(
             view, Stage.PROPOSE, call=call, roles=conversation.roles
         )
@@ -103,7 +107,9 @@ class ToolExecutor:
         if verdict.reason is not None or tool is None:
             log.warning("tool_call_denied", tool=call.name, reason=verdict.reason)
             reason = verdict.reason or "denied"
-            return await self._checks.deny(view, CallState.PROPOSED, reason, prior=checked)
+            return await self._checks.deny(
+                view, CallState.PROPOSED, reason, prior=checked, announce=ToolCallCompleted
+            )
         identity: dict[str, object] = {
             "definition_hash": tool.definition_hash,
             "server": tool.server,
@@ -120,6 +126,7 @@ class ToolExecutor:
                     "approvals_required": verdict.approvals_required,
                 },
                 prior=checked,
+                announce=ToolCallAwaitingApproval,
             )
         return await self._calls.move(
             view.record_id, CallState.PROPOSED, CallState.APPROVED, changes=identity, prior=checked
@@ -127,7 +134,7 @@ class ToolExecutor:
 
     async def execute(
         self, calls: list[ToolCallView], model: str | None = None
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncIterator[TurnEvent | Stored]:
         """Run approved calls; the compare-and-set to `executing` makes each run at most once.
         ``model``: the conversation's, whose config says whether requests for input reach the
         caller."""
@@ -138,9 +145,11 @@ class ToolExecutor:
             verdict, checked = await self._checks.judge(call, Stage.EXECUTE)
             if not verdict.allowed:
                 reason = verdict.reason or ""
-                denied = await self._checks.deny(call, CallState.APPROVED, reason, prior=checked)
+                denied = await self._checks.deny(
+                    call, CallState.APPROVED, reason, prior=checked, announce=ToolCallCompleted
+                )
                 if denied is not None:
-                    yield ToolCallCompleted(denied)
+                    yield Stored(ToolCallCompleted(denied))
                 continue
             moved = await self._calls.move(
                 call.record_id,
@@ -148,22 +157,28 @@ class ToolExecutor:
                 CallState.EXECUTING,
                 changes={"started_at": self._clock()},
                 prior=checked,
+                announce=ToolCallStarted,
             )
             if moved is not None:
                 started.append(moved)
-                yield ToolCallStarted(moved)
+                yield Stored(ToolCallStarted(moved))
         async for event in self._run_all(started, model):
             yield event
 
     async def _run_all(
         self, started: list[ToolCallView], model: str | None
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncIterator[TurnEvent | Stored]:
         """Run the calls concurrently; what they report while running is yielded as it comes."""
         heard: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
         timeout = self._settings.tool_timeout_seconds
+        # A lone call's completion is stored with its settling move: nothing it reported can
+        # come after it. Of several, each completion waits for all (stored, as streamed, then).
+        alone = len(started) == 1
         runs = asyncio.gather(
             *(
-                self._run(call, self._listeners.hooks(call, model, timeout, heard.put_nowait))
+                self._run(
+                    call, self._listeners.hooks(call, model, timeout, heard.put_nowait), alone
+                )
                 for call in started
             )
         )
@@ -174,10 +189,13 @@ class ToolExecutor:
             finished = await runs
         finally:
             runs.cancel()  # a no-op once done; stops the calls if the turn is abandoned
-        for call in finished:
-            yield ToolCallCompleted(call)
+        for call, stored in finished:
+            yield Stored(ToolCallCompleted(call)) if stored else ToolCallCompleted(call)
 
-    async def _run(self, call: ToolCallView, hooks: CallHooks) -> ToolCallView:
+    async def _run(
+        self, call: ToolCallView, hooks: CallHooks, announce: bool
+    ) -> tuple[ToolCallView, bool]:
+        """The call, run and settled; and whether its completion was stored with the move."""
         # The loop's limit; the catalog applies the tighter of it and the server's call_timeout.
         timeout = self._settings.tool_timeout_seconds
         state = CallState.SUCCEEDED
@@ -213,5 +231,6 @@ class ToolExecutor:
                 "result_is_error": result.is_error,
                 "finished_at": self._clock(),
             },
+            announce=ToolCallCompleted if announce else None,
         )
-        return moved or call
+        return (moved, announce) if moved is not None else (call, False)

@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from chat_service.tool_calls import CallState, PendingAudit, ToolCallStore, ToolCallView
+from chat_service.tool_calls import (
+    Announce,
+    CallState,
+    PendingAudit,
+    ToolCallStore,
+    ToolCallView,
+)
 from governance import Stage, ToolGovernance, Verdict
 from llm_service.types import ToolCall, ToolResultMessage
 
@@ -71,9 +77,11 @@ class PolicyChecks:
         decision: dict[str, object] | None = None,
         *,
         prior: PendingAudit | None = None,
+        announce: Announce | None = None,
     ) -> ToolCallView | None:
         """End the call ``denied_by_policy``; the model is told why. None: another move won.
-        ``decision``: the approver's fields, when the denial answered an approval."""
+        ``decision``: the approver's fields, when the denial answered an approval; ``announce``:
+        the turn event stored with the move."""
         return await self._calls.move(
             view.record_id,
             expected,
@@ -88,4 +96,5 @@ class PolicyChecks:
                 **(decision or {}),
             },
             prior=prior,
+            announce=announce,
         )

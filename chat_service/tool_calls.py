@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from pydantic import Field, TypeAdapter
 from sqlalchemy import func, select, update
@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service.messages import Timestamp, message_row
 from db.base import utcnow
-from db.models import AuditEvent, ToolCallRecord
+from db.models import AuditEvent, ConversationEvent, ToolCallRecord
 from llm_service.types import ToolResultMessage
 
 
@@ -140,6 +140,26 @@ _MARKS: TypeAdapter[tuple[ApprovalMark, ...]] = TypeAdapter(tuple[ApprovalMark, 
 MoveObserver = Callable[[ToolCallView], None]
 
 
+class Announcement(Protocol):
+    """A durable turn event (``chat_service.events``), as the store writes it."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def data(self) -> dict[str, Any]: ...
+
+
+# The event that reports a call's new state, written in the transaction of the move (or the
+# proposal): one commit instead of two, and a follower never sees the state without its event.
+Announce = Callable[[ToolCallView], Announcement]
+
+
+def _event_row(view: ToolCallView, announce: Announce) -> ConversationEvent:
+    event = announce(view)
+    return ConversationEvent(conversation_id=view.conversation_id, type=event.type, data=event.data)
+
+
 @dataclass(frozen=True, slots=True)
 class PendingAudit:
     """An audit row of something that happened to a call (e.g. a policy check), written in the
@@ -179,6 +199,7 @@ class ToolCallStore:
         tool_name: str,
         arguments: dict[str, Any],
         requested_by_key_id: int,
+        announce: Announce | None = None,
     ) -> ToolCallView:
         row = ToolCallRecord(
             id=str(uuid.uuid4()),
@@ -194,6 +215,9 @@ class ToolCallStore:
         async with self._sessions.begin() as session:
             session.add(row)
             session.add(_audit(row, "proposed", requested_by_key_id, {"arguments": arguments}))
+            if announce is not None:
+                await session.flush()  # the row's defaults, for the event's view of it
+                session.add(_event_row(_view(row), announce))
         return self._moved(_view(row))
 
     def _moved(self, view: ToolCallView) -> ToolCallView:
@@ -211,12 +235,14 @@ class ToolCallStore:
         result_message: ToolResultMessage | None = None,
         changes: dict[str, Any] | None = None,
         prior: PendingAudit | None = None,
+        announce: Announce | None = None,
     ) -> ToolCallView | None:
         """Compare-and-set: returns the updated call, or None when another move won.
 
         ``result_message`` is appended to the conversation in the same transaction, so a settled
         call always has exactly one result in the history the model sees. ``prior``: what led to
         the move, audited first in the same transaction (even when another move won).
+        ``announce``: the turn event reporting the move, stored with it (not when another won).
         """
         values = changes or {}
         async with self._sessions.begin() as session:
@@ -236,6 +262,8 @@ class ToolCallStore:
             detail = {k: _jsonable(v) for k, v in values.items()}
             session.add(_audit(row, new.value, actor_key_id, detail))
             view = _view(row)
+            if announce is not None:
+                session.add(_event_row(view, announce))
         return self._moved(view)
 
     async def add_approval(

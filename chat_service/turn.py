@@ -11,6 +11,7 @@ from chat_service.config import ToolLoopSettings
 from chat_service.errors import ConversationBusy
 from chat_service.events import (
     MessageDelta,
+    Stored,
     TurnError,
     TurnEvent,
     TurnFinished,
@@ -171,10 +172,10 @@ class TurnRunner:
                 yield event
             return
         budget = self._settings.max_tool_calls_per_turn - _calls_so_far(history)
-        async for event in self._executor.run_round(
+        async for reported in self._executor.run_round(
             conversation, answer.tool_calls, round_number, budget
         ):
-            yield await self._durable(cid, event)
+            yield await self._durable(cid, reported)
         if await self._round_settled(cid):
             outcome.again = True
             return
@@ -212,7 +213,9 @@ class TurnRunner:
                     yield await self._store.append_completed(conversation.id, answer)
                 yield answer
 
-    async def _durable(self, conversation_id: str, event: TurnEvent) -> TurnEvent:
+    async def _durable(self, conversation_id: str, event: TurnEvent | Stored) -> TurnEvent:
+        if isinstance(event, Stored):  # written with the move it reports
+            return event.event
         if event.durable:
             await self._store.add_event(conversation_id, event)
         return event

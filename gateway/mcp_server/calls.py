@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service.call_hooks import CallListeners
 from chat_service.config import ToolLoopSettings
-from chat_service.events import ToolCallProgress, TurnEvent
+from chat_service.events import Stored, ToolCallProgress, TurnEvent
 from chat_service.executor import ToolExecutor
 from chat_service.store import ConversationStore
 from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView, arguments_hash
@@ -125,7 +125,7 @@ class GovernedCalls:
     async def _last(
         self,
         conversation_id: str,
-        events: AsyncIterator[TurnEvent],
+        events: AsyncIterator[TurnEvent | Stored],
         on_progress: OnProgress | None = None,
     ) -> ToolCallView | None:
         """The call as the last event left it. A caller that goes away cancels the tool
@@ -151,8 +151,10 @@ class GovernedCalls:
             changes={"result": CANCELLED, "result_is_error": True, "finished_at": utcnow()},
         )
 
-    async def _kept(self, conversation_id: str, event: TurnEvent) -> ToolCallView | None:
+    async def _kept(self, conversation_id: str, event: TurnEvent | Stored) -> ToolCallView | None:
         # Stored like a turn's events, so GET /v1/conversations/{id}/events tells the story.
+        if isinstance(event, Stored):  # written with the move it reports
+            return getattr(event.event, "tool_call", None)
         if event.durable:
             await self._conversations.add_event(conversation_id, event)
         return getattr(event, "tool_call", None)

@@ -258,3 +258,35 @@ def test_other_keys_cannot_see_a_conversation(loop_stack: LoopStack) -> None:
     stranger = loop_stack.gateway.create_key("stranger", ["user"])
     with loop_stack.client(stranger) as client:
         assert client.get(f"/v1/conversations/{conversation_id}").status_code == 404
+
+
+def test_stored_events_are_the_streamed_ones_in_order_once(loop_stack: LoopStack) -> None:
+    # The tool calls' events are written with their moves, the rest as they are streamed: a
+    # follower must read exactly the stream, in its order, nothing twice.
+    with loop_stack.client(loop_stack.user_key) as client:
+        conversation_id = client.post("/v1/conversations", json={"model": "loop"}).json()["id"]
+        streamed: list[tuple[str, dict[str, Any]]] = []
+        with client.stream(
+            "POST",
+            f"/v1/conversations/{conversation_id}/messages",
+            json={"content": "go", "stream": True},
+        ) as response:
+            kind = ""
+            for line in response.iter_lines():
+                if line.startswith("event: "):
+                    kind = line.removeprefix("event: ")
+                elif line.startswith("data: ") and kind != "message.delta":
+                    streamed.append((kind, json.loads(line.removeprefix("data: "))))
+    assert streamed[-1][0] == "turn.finished"
+    [paused] = [
+        c["record_id"]
+        for c in conversation(loop_stack, conversation_id)["tool_calls"]
+        if c["state"] == "awaiting_approval"
+    ]
+    assert decide(loop_stack, paused, "approve").status_code == 200
+    stored = follow(loop_stack, conversation_id)
+    assert stored[: len(streamed)] == streamed
+    tool_events = [
+        (kind, data["tool_call"]["record_id"]) for kind, data in stored if "tool_call" in data
+    ]
+    assert len(tool_events) == len(set(tool_events))
