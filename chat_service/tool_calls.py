@@ -106,7 +106,7 @@ class ToolCallView:
 TOOL_CALL: TypeAdapter[ToolCallView] = TypeAdapter(ToolCallView)
 
 
-def _view(row: ToolCallRecord) -> ToolCallView:
+def call_view(row: ToolCallRecord) -> ToolCallView:
     return ToolCallView(
         record_id=row.id,
         conversation_id=row.conversation_id,
@@ -217,8 +217,8 @@ class ToolCallStore:
             session.add(_audit(row, "proposed", requested_by_key_id, {"arguments": arguments}))
             if announce is not None:
                 await session.flush()  # the row's defaults, for the event's view of it
-                session.add(_event_row(_view(row), announce))
-        return self._moved(_view(row))
+                session.add(_event_row(call_view(row), announce))
+        return self._moved(call_view(row))
 
     def _moved(self, view: ToolCallView) -> ToolCallView:
         if self._on_move is not None:
@@ -261,7 +261,7 @@ class ToolCallStore:
                 session.add(message_row(row.conversation_id, result_message))
             detail = {k: _jsonable(v) for k, v in values.items()}
             session.add(_audit(row, new.value, actor_key_id, detail))
-            view = _view(row)
+            view = call_view(row)
             if announce is not None:
                 session.add(_event_row(view, announce))
         return self._moved(view)
@@ -308,7 +308,7 @@ class ToolCallStore:
                 **{k: _jsonable(v) for k, v in (changes or {}).items()},
             }
             session.add(_audit(row, action, mark.key_id, detail))
-            view = _view(row)
+            view = call_view(row)
         # A partial approval moves nothing: no state to observe (no metric, no webhook).
         return view if changes is None else self._moved(view)
 
@@ -322,7 +322,7 @@ class ToolCallStore:
     async def get(self, record_id: str) -> ToolCallView | None:
         async with self._sessions() as session:
             row = await session.get(ToolCallRecord, record_id)
-        return _view(row) if row else None
+        return call_view(row) if row else None
 
     async def for_conversation(
         self, conversation_id: str, round_number: int | None = None
@@ -332,7 +332,7 @@ class ToolCallStore:
             query = query.where(ToolCallRecord.round == round_number)
         async with self._sessions() as session:
             rows = await session.scalars(query.order_by(ToolCallRecord.created_at))
-            return [_view(r) for r in rows]
+            return [call_view(r) for r in rows]
 
     async def count(self, state: CallState) -> int:
         async with self._sessions() as session:
@@ -351,7 +351,7 @@ class ToolCallStore:
                 .order_by(ToolCallRecord.created_at)
                 .limit(limit)
             )
-            return [_view(r) for r in rows]
+            return [call_view(r) for r in rows]
 
 
 def _jsonable(value: Any) -> Any:

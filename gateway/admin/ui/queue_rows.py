@@ -10,10 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service.messages import StoredMessage, stored_message
-from chat_service.tool_calls import CallState, ToolCallView
-
-# The store's row-to-view conversion; the queue reads its rows itself to page them.
-from chat_service.tool_calls import _view as call_view
+from chat_service.tool_calls import CallState, ToolCallView, call_view
 from db.models import Conversation, ConversationMessage, ToolCallRecord
 
 PAGE_SIZE = 50
