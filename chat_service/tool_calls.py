@@ -11,19 +11,21 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, Protocol, cast
 
 from pydantic import Field, TypeAdapter
-from sqlalchemy import func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from chat_service.messages import Timestamp, message_row
+from chat_service import tool_call_sql as sql
+from chat_service.messages import Timestamp, message_json
+from chat_service.store_sql import ADD_EVENT, ADD_MESSAGE
+from chat_service.transactions import Operation, Rows, Statement, Transactions, json_of, utc
 from db.base import utcnow
-from db.models import AuditEvent, ConversationEvent, ToolCallRecord
+from db.models import ToolCallRecord
 from llm_service.types import ToolResultMessage
 
 
@@ -136,6 +138,38 @@ def call_view(row: ToolCallRecord) -> ToolCallView:
 _MARKS: TypeAdapter[tuple[ApprovalMark, ...]] = TypeAdapter(tuple[ApprovalMark, ...])
 
 
+def view_of(row: Sequence[Any]) -> ToolCallView:
+    """A row of ``tool_call_sql.VIEW_COLUMNS``, from either database."""
+    return ToolCallView(
+        record_id=row[0],
+        conversation_id=row[1],
+        call_id=row[2],
+        round=row[3],
+        tool_name=row[4],
+        server=row[5],
+        arguments=json_of(row[6]),
+        state=CallState(row[7]),
+        requested_by_key_id=row[8],
+        expires_at=_time(row[9]),
+        decided_by_key_id=row[10],
+        decision_reason=row[11],
+        policy_reason=row[12],
+        result=row[13],
+        result_is_error=bool(row[14]),
+        created_at=utc(row[15]),
+        definition_hash=row[16],
+        decided_at=_time(row[17]),
+        started_at=_time(row[18]),
+        finished_at=_time(row[19]),
+        approvals_required=row[20],
+        approvals=_MARKS.validate_python(json_of(row[21]) or []),
+    )
+
+
+def _time(value: Any) -> datetime | None:
+    return None if value is None else utc(value)
+
+
 # Told of every state a call enters (for metrics).
 MoveObserver = Callable[[ToolCallView], None]
 
@@ -155,11 +189,6 @@ class Announcement(Protocol):
 Announce = Callable[[ToolCallView], Announcement]
 
 
-def _event_row(view: ToolCallView, announce: Announce) -> ConversationEvent:
-    event = announce(view)
-    return ConversationEvent(conversation_id=view.conversation_id, type=event.type, data=event.data)
-
-
 @dataclass(frozen=True, slots=True)
 class PendingAudit:
     """An audit row of something that happened to a call (e.g. a policy check), written in the
@@ -171,23 +200,28 @@ class PendingAudit:
     detail: dict[str, Any]
     at: datetime = field(default_factory=utcnow)
 
-    def row(self) -> AuditEvent:
-        return AuditEvent(
-            created_at=self.at,
-            actor_key_id=self.actor_key_id,
-            action=f"tool_call.{self.action}",
-            conversation_id=self.call.conversation_id,
-            tool_call_id=self.call.record_id,
-            tool_name=self.call.tool_name,
-            detail=self.detail,
+    def statement(self) -> Statement:
+        call = self.call
+        return sql.AUDIT, (
+            self.at,
+            self.actor_key_id,
+            f"tool_call.{self.action}",
+            call.conversation_id,
+            call.record_id,
+            call.tool_name,
+            self.detail,
         )
 
 
 class ToolCallStore:
+    """Tool-call rows, read and moved as plain SQL on the pool's driver connection
+    (``chat_service.transactions``): a move, its audit, its result message and its event are
+    one transaction and, on SQLite, one hand-off to the driver's thread."""
+
     def __init__(
         self, sessions: async_sessionmaker[AsyncSession], on_move: MoveObserver | None = None
     ) -> None:
-        self._sessions = sessions
+        self._transactions = Transactions(cast(AsyncEngine, sessions.kw["bind"]))
         self._on_move = on_move
 
     async def propose(
@@ -201,24 +235,28 @@ class ToolCallStore:
         requested_by_key_id: int,
         announce: Announce | None = None,
     ) -> ToolCallView:
-        row = ToolCallRecord(
-            id=str(uuid.uuid4()),
-            conversation_id=conversation_id,
-            call_id=call_id,
-            round=round_number,
-            tool_name=tool_name,
-            arguments=arguments,
-            arguments_hash=arguments_hash(arguments),
-            state=CallState.PROPOSED.value,
-            requested_by_key_id=requested_by_key_id,
-        )
-        async with self._sessions.begin() as session:
-            session.add(row)
-            session.add(_audit(row, "proposed", requested_by_key_id, {"arguments": arguments}))
+        def propose() -> Operation[ToolCallView]:
+            row = (
+                str(uuid.uuid4()),
+                conversation_id,
+                call_id,
+                round_number,
+                tool_name,
+                arguments,
+                arguments_hash(arguments),
+                CallState.PROPOSED.value,
+                requested_by_key_id,
+                False,
+                utcnow(),
+            )
+            view = view_of((yield (sql.PROPOSE, row))[0])
+            detail = {"arguments": arguments}
+            yield PendingAudit(view, "proposed", requested_by_key_id, detail).statement()
             if announce is not None:
-                await session.flush()  # the row's defaults, for the event's view of it
-                session.add(_event_row(call_view(row), announce))
-        return self._moved(call_view(row))
+                yield _event(view, announce)
+            return view
+
+        return self._moved(await self._transactions.run(propose()))
 
     def _moved(self, view: ToolCallView) -> ToolCallView:
         if self._on_move is not None:
@@ -245,26 +283,25 @@ class ToolCallStore:
         ``announce``: the turn event reporting the move, stored with it (not when another won).
         """
         values = changes or {}
-        async with self._sessions.begin() as session:
+
+        def move() -> Operation[ToolCallView | None]:
             if prior is not None:
-                session.add(prior.row())
-            result = await session.execute(
-                update(ToolCallRecord)
-                .where(ToolCallRecord.id == record_id, ToolCallRecord.state == expected.value)
-                .values(state=new.value, **values)
-            )
-            if not getattr(result, "rowcount", 0):
+                yield prior.statement()
+            parameters = (new.value, *values.values(), record_id, expected.value)
+            rows = yield (sql.move(tuple(values)), parameters)
+            if not rows:
                 return None
-            row = await session.get(ToolCallRecord, record_id, populate_existing=True)
-            assert row is not None
+            view = view_of(rows[0])
             if result_message is not None:
-                session.add(message_row(row.conversation_id, result_message))
+                yield _message(view.conversation_id, result_message)
             detail = {k: _jsonable(v) for k, v in values.items()}
-            session.add(_audit(row, new.value, actor_key_id, detail))
-            view = call_view(row)
+            yield PendingAudit(view, new.value, actor_key_id, detail).statement()
             if announce is not None:
-                session.add(_event_row(view, announce))
-        return self._moved(view)
+                yield _event(view, announce)
+            return view
+
+        moved = await self._transactions.run(move())
+        return None if moved is None else self._moved(moved)
 
     async def add_approval(
         self,
@@ -283,90 +320,78 @@ class ToolCallStore:
             "approvals": _MARKS.dump_python(tuple(marks), mode="json"),
             "approval_count": len(marks),
             "approvals_required": required,
+            **(changes or {}),
         }
-        if changes is not None:
-            values = {**values, **changes, "state": CallState.APPROVED.value}
-        async with self._sessions.begin() as session:
-            result = await session.execute(
-                update(ToolCallRecord)
-                .where(
-                    ToolCallRecord.id == call.record_id,
-                    ToolCallRecord.state == CallState.AWAITING_APPROVAL.value,
-                    ToolCallRecord.approval_count == len(call.approvals),
-                )
-                .values(**values)
-            )
-            if not getattr(result, "rowcount", 0):
+        waiting = CallState.AWAITING_APPROVAL
+        new = waiting if changes is None else CallState.APPROVED
+
+        def approve() -> Operation[ToolCallView | None]:
+            parameters = (new.value, *values.values(), call.record_id, waiting.value)
+            rows = yield (sql.add_approval(tuple(values)), (*parameters, len(call.approvals)))
+            if not rows:
                 return None
-            row = await session.get(ToolCallRecord, call.record_id, populate_existing=True)
-            assert row is not None
+            view = view_of(rows[0])
             action = "partially_approved" if changes is None else CallState.APPROVED.value
             detail = {
                 "approvals": len(marks),
-                "approvals_required": row.approvals_required,
+                "approvals_required": view.approvals_required,
                 "owner": mark.owner,
                 **{k: _jsonable(v) for k, v in (changes or {}).items()},
             }
-            session.add(_audit(row, action, mark.key_id, detail))
-            view = call_view(row)
+            yield PendingAudit(view, action, mark.key_id, detail).statement()
+            return view
+
+        view = await self._transactions.run(approve())
         # A partial approval moves nothing: no state to observe (no metric, no webhook).
-        return view if changes is None else self._moved(view)
+        return view if view is None or changes is None else self._moved(view)
 
     async def audit(
         self, call: ToolCallView, action: str, actor_key_id: int | None, detail: dict[str, Any]
     ) -> None:
         """Audits something that happened to a call without moving it (e.g. a policy check)."""
-        async with self._sessions.begin() as session:
-            session.add(PendingAudit(call, action, actor_key_id, detail).row())
+
+        def audit() -> Operation[None]:
+            yield PendingAudit(call, action, actor_key_id, detail).statement()
+
+        await self._transactions.run(audit())
 
     async def get(self, record_id: str) -> ToolCallView | None:
-        async with self._sessions() as session:
-            row = await session.get(ToolCallRecord, record_id)
-        return call_view(row) if row else None
+        rows = await self._read(sql.GET, record_id)
+        return view_of(rows[0]) if rows else None
 
     async def for_conversation(
         self, conversation_id: str, round_number: int | None = None
     ) -> list[ToolCallView]:
-        query = select(ToolCallRecord).where(ToolCallRecord.conversation_id == conversation_id)
-        if round_number is not None:
-            query = query.where(ToolCallRecord.round == round_number)
-        async with self._sessions() as session:
-            rows = await session.scalars(query.order_by(ToolCallRecord.created_at))
-            return [call_view(r) for r in rows]
+        if round_number is None:
+            rows = await self._read(sql.FOR_CONVERSATION, conversation_id)
+        else:
+            rows = await self._read(sql.FOR_ROUND, conversation_id, round_number)
+        return [view_of(row) for row in rows]
 
     async def count(self, state: CallState) -> int:
-        async with self._sessions() as session:
-            total = await session.scalar(
-                select(func.count())
-                .select_from(ToolCallRecord)
-                .where(ToolCallRecord.state == state.value)
-            )
-        return int(total or 0)
+        rows = await self._read(sql.COUNT, state.value)
+        return int(rows[0][0])
 
     async def in_states(self, states: Iterable[CallState], limit: int = 500) -> list[ToolCallView]:
-        async with self._sessions() as session:
-            rows = await session.scalars(
-                select(ToolCallRecord)
-                .where(ToolCallRecord.state.in_([s.value for s in states]))
-                .order_by(ToolCallRecord.created_at)
-                .limit(limit)
-            )
-            return [call_view(r) for r in rows]
+        values = [state.value for state in states]
+        rows = await self._read(sql.in_states(len(values)), *values, limit)
+        return [view_of(row) for row in rows]
+
+    async def _read(self, query: str, *parameters: Any) -> Rows:
+        def read() -> Operation[Rows]:
+            return (yield (query, parameters))
+
+        return await self._transactions.run(read(), write=False)
+
+
+def _event(view: ToolCallView, announce: Announce) -> Statement:
+    event = announce(view)
+    return ADD_EVENT, (view.conversation_id, event.type, event.data, utcnow())
+
+
+def _message(conversation_id: str, message: ToolResultMessage) -> Statement:
+    return ADD_MESSAGE, (conversation_id, message.role, message_json(message), False, utcnow())
 
 
 def _jsonable(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
-
-
-def _audit(
-    row: ToolCallRecord, action: str, actor_key_id: int | None, detail: dict[str, Any]
-) -> AuditEvent:
-    return AuditEvent(
-        created_at=utcnow(),
-        actor_key_id=actor_key_id,
-        action=f"tool_call.{action}",
-        conversation_id=row.conversation_id,
-        tool_call_id=row.id,
-        tool_name=row.tool_name,
-        detail=detail,
-    )
