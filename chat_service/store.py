@@ -7,7 +7,7 @@ that committed out of id order (two writers at once on PostgreSQL) would hide be
 the same statement counts the rows up to the cursor, and the history is read again whole when
 they are more than the cache holds.
 
-A turn's writes are two transactions (``chat_service.transactions``): beginning it (the
+A turn's writes are two transactions (``db.transactions``): beginning it (the
 compare-and-set to running, the caller's message, its event, and the rows it has not seen) and
 ending it (the answer, its event, the final event and the release). What never changes about a
 conversation (its key and model) is kept too, so checking the caller's access reads nothing.
@@ -44,9 +44,9 @@ from chat_service.messages import (
     message_row,
     stored_message,
 )
-from chat_service.transactions import Operation, Rows, Transactions, json_of, utc
 from db.base import utcnow
 from db.models import Conversation, ConversationEvent, ConversationMessage
+from db.transactions import Operation, Rows, Transactions, json_of, utc
 from llm_service.types import AssistantMessage, Message, SystemMessage
 
 

@@ -1,5 +1,5 @@
 """The conversation store's SQL: plain text for SQLite and PostgreSQL alike (``?`` placeholders,
-numbered for asyncpg by ``chat_service.transactions``)."""
+numbered for asyncpg by ``db.transactions``)."""
 
 from __future__ import annotations
 

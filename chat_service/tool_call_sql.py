@@ -1,5 +1,5 @@
 """The tool-call store's SQL: plain text for SQLite and PostgreSQL alike (``?`` placeholders,
-numbered for asyncpg by ``chat_service.transactions``).
+numbered for asyncpg by ``db.transactions``).
 
 Statements are put together from constants and column names of our own (checked against
 ``SETTABLE``), never from input: hence the ``S608`` exemptions below."""

@@ -23,9 +23,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from chat_service import tool_call_sql as sql
 from chat_service.messages import Timestamp, message_json
 from chat_service.store_sql import ADD_EVENT, ADD_MESSAGE
-from chat_service.transactions import Operation, Rows, Statement, Transactions, json_of, utc
 from db.base import utcnow
 from db.models import ToolCallRecord
+from db.transactions import Operation, Statement, Transactions, json_of, utc
 from llm_service.types import ToolResultMessage
 
 
@@ -215,7 +215,7 @@ class PendingAudit:
 
 class ToolCallStore:
     """Tool-call rows, read and moved as plain SQL on the pool's driver connection
-    (``chat_service.transactions``): a move, its audit, its result message and its event are
+    (``db.transactions``): a move, its audit, its result message and its event are
     one transaction and, on SQLite, one hand-off to the driver's thread."""
 
     def __init__(
@@ -356,32 +356,26 @@ class ToolCallStore:
         await self._transactions.run(audit())
 
     async def get(self, record_id: str) -> ToolCallView | None:
-        rows = await self._read(sql.GET, record_id)
+        rows = await self._transactions.read(sql.GET, record_id)
         return view_of(rows[0]) if rows else None
 
     async def for_conversation(
         self, conversation_id: str, round_number: int | None = None
     ) -> list[ToolCallView]:
         if round_number is None:
-            rows = await self._read(sql.FOR_CONVERSATION, conversation_id)
+            rows = await self._transactions.read(sql.FOR_CONVERSATION, conversation_id)
         else:
-            rows = await self._read(sql.FOR_ROUND, conversation_id, round_number)
+            rows = await self._transactions.read(sql.FOR_ROUND, conversation_id, round_number)
         return [view_of(row) for row in rows]
 
     async def count(self, state: CallState) -> int:
-        rows = await self._read(sql.COUNT, state.value)
+        rows = await self._transactions.read(sql.COUNT, state.value)
         return int(rows[0][0])
 
     async def in_states(self, states: Iterable[CallState], limit: int = 500) -> list[ToolCallView]:
         values = [state.value for state in states]
-        rows = await self._read(sql.in_states(len(values)), *values, limit)
+        rows = await self._transactions.read(sql.in_states(len(values)), *values, limit)
         return [view_of(row) for row in rows]
-
-    async def _read(self, query: str, *parameters: Any) -> Rows:
-        def read() -> Operation[Rows]:
-            return (yield (query, parameters))
-
-        return await self._transactions.run(read(), write=False)
 
 
 def _event(view: ToolCallView, announce: Announce) -> Statement:

@@ -9,12 +9,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from sqlalchemy import ColumnElement, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from db.base import utcnow
 from db.models import ApiKey, AuditEvent, Team
+from db.transactions import Transactions, json_of, utc
 from gateway.key_usage import LastUsed
 from gateway.limits.config import KeyLimits, TeamBudget
 from governance import KeyState
@@ -74,6 +76,9 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
+_KEY_STATE = "SELECT id, roles, owner, revoked_at, expires_at FROM api_keys WHERE id = ?"
+
+
 class KeyStore:
     def __init__(
         self,
@@ -82,6 +87,8 @@ class KeyStore:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._sessions = sessions
+        # The check before every tool call reads the key as plain SQL (db/transactions.py).
+        self._transactions = Transactions(cast(AsyncEngine, sessions.kw["bind"]))
         self._cache_seconds = cache_seconds
         self._clock = clock
         self._cache: dict[str, tuple[float, Principal | None]] = {}
@@ -241,13 +248,13 @@ class KeyStore:
         """Implements ``governance.KeyDirectory``: read from the database every time, never the
         cache, so a key revoked on any replica stops its calls at the next decision. An expired
         key is inactive too: it could not make the call now, so its calls stop the same way."""
-        async with self._sessions() as session:
-            row = await session.get(ApiKey, key_id)
-        if row is None:
+        rows = await self._transactions.read(_KEY_STATE, key_id)
+        if not rows:
             return None
-        expired = row.expires_at is not None and row.expires_at <= utcnow()
-        active = row.revoked_at is None and not expired
-        return KeyState(row.id, active, frozenset(row.roles), row.owner)
+        _, roles, owner, revoked_at, expires_at = rows[0]
+        expired = expires_at is not None and utc(expires_at) <= utcnow()
+        active = revoked_at is None and not expired
+        return KeyState(key_id, active, frozenset(json_of(roles)), owner)
 
     async def owners(self, key_ids: Iterable[int]) -> dict[int, str]:
         """Key id -> owner, revoked keys included (an audit or a decision may name them)."""

@@ -1,6 +1,7 @@
-"""The conversation store's hot transactions, run on the driver's own connection.
+"""Hot transactions, run on the driver's own connection (the conversation turn, tool-call
+moves, the key check before each tool call).
 
-A turn's statements are few and fixed, and SQLAlchemy's per-statement work (compilation cache
+Their statements are few and fixed, and SQLAlchemy's per-statement work (compilation cache
 lookups, the session and transaction state machines, result wrapping) cost more CPU than the
 statements themselves; on SQLite, aiosqlite also hands every driver call (cursor, execute,
 fetch, close, commit) to its worker thread and back, each hand-off costing about as much as a
@@ -39,7 +40,7 @@ class Transactions:
         self._engine = engine
         backend = engine.dialect.name
         if backend not in ("sqlite", "postgresql"):
-            raise ValueError(f"conversations need SQLite or PostgreSQL, not {backend}")
+            raise ValueError(f"the driver path needs SQLite or PostgreSQL, not {backend}")
         self._sqlite = backend == "sqlite"
 
     async def run(self, operation: Operation[T], *, write: bool = True) -> T:
@@ -52,6 +53,14 @@ class Transactions:
                 result: T = await driver._execute(_run_sqlite, driver._conn, operation, write)
                 return result
             return await _run_asyncpg(driver, operation, write)
+
+    async def read(self, sql: str, *parameters: Any) -> Rows:
+        """One statement's rows, outside a transaction."""
+
+        def read() -> Operation[Rows]:
+            return (yield (sql, parameters))
+
+        return await self.run(read(), write=False)
 
 
 def _run_sqlite(connection: sqlite3.Connection, operation: Operation[T], write: bool) -> T:
