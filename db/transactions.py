@@ -27,6 +27,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.util import greenlet_spawn
 
 T = TypeVar("T")
 Statement = tuple[str, tuple[Any, ...]]
@@ -46,13 +47,23 @@ class Transactions:
     async def run(self, operation: Operation[T], *, write: bool = True) -> T:
         """The operation's statements, in one transaction when it writes (a lone read needs
         none: a single statement sees one snapshot)."""
-        async with self._engine.connect() as connection:
-            driver: Any = (await connection.get_raw_connection()).driver_connection
+        # The pool's connection itself, without SQLAlchemy's Connection around it (its
+        # set-up and shielded close cost more than a small statement).
+        connection = await self._engine.raw_connection()
+        try:
+            driver: Any = connection.driver_connection
             if self._sqlite:
                 # aiosqlite's own queue to its thread (SQLAlchemy's adapter uses it the same way).
                 result: T = await driver._execute(_run_sqlite, driver._conn, operation, write)
                 return result
-            return await _run_asyncpg(driver, operation, write)
+            try:
+                return await _run_asyncpg(driver, operation, write)
+            except BaseException:
+                if driver.is_closed():  # the database went away: never hand this one out again
+                    await greenlet_spawn(connection.invalidate)
+                raise
+        finally:
+            await greenlet_spawn(connection.close)
 
     async def read(self, sql: str, *parameters: Any) -> Rows:
         """One statement's rows, outside a transaction."""
