@@ -12,6 +12,7 @@ from chat_service.errors import ConversationBusy
 from chat_service.events import (
     MessageDelta,
     Stored,
+    ToolCallCompleted,
     TurnError,
     TurnEvent,
     TurnFinished,
@@ -172,11 +173,28 @@ class TurnRunner:
                 yield event
             return
         budget = self._settings.max_tool_calls_per_turn - _calls_so_far(history)
+        async for event in self._tool_round(conversation, answer, round_number, budget, outcome):
+            yield event
+
+    async def _tool_round(
+        self,
+        conversation: ConversationInfo,
+        answer: AssistantMessage,
+        round_number: int,
+        budget: int,
+        outcome: _RoundOutcome,
+    ) -> AsyncIterator[TurnEvent]:
+        """The round's calls run (or held); another model call follows once all are settled."""
+        settled: set[str] = set()
         async for reported in self._executor.run_round(
             conversation, answer.tool_calls, round_number, budget
         ):
-            yield await self._durable(cid, reported)
-        if await self._round_settled(cid):
+            event = await self._durable(conversation.id, reported)
+            if isinstance(event, ToolCallCompleted) and event.tool_call.state in SETTLED:
+                settled.add(event.tool_call.record_id)
+            yield event
+        # Each call reported settled by the move that settled it: nothing to read back.
+        if len(settled) == len(answer.tool_calls) or await self._round_settled(conversation.id):
             outcome.again = True
             return
         async for event in self._park(conversation):
