@@ -179,11 +179,13 @@ class Conversation(Base):
 
 class ConversationMessage(Base):
     __tablename__ = "conversation_messages"
+    # A turn reads the rows after its cursor and counts those before it (migration 0110).
+    __table_args__ = (
+        Index("ix_conversation_messages_conversation_order", "conversation_id", "id"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    conversation_id: Mapped[str] = mapped_column(
-        ForeignKey("conversations.id", ondelete="CASCADE"), index=True
-    )
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
     role: Mapped[str] = mapped_column(String(16))
     # The whole canonical message (chat_service.messages); null in rows written before 0008,
     # which hold only the narrower columns below.

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, TypeVar
 
+import asyncpg
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
@@ -58,8 +59,11 @@ class Transactions:
                 return result
             try:
                 return await _run_asyncpg(driver, operation, write)
-            except BaseException:
-                if driver.is_closed():  # the database went away: never hand this one out again
+            except BaseException as exc:
+                # Only the server's own refusal leaves the connection known good; after a
+                # dropped connection, a protocol error or a cancelled statement it is never
+                # handed out again.
+                if driver.is_closed() or not isinstance(exc, asyncpg.PostgresError):
                     await greenlet_spawn(connection.invalidate)
                 raise
         finally:
