@@ -30,7 +30,7 @@ import httpx
 import yaml
 
 from bench import procstat, targets
-from bench.databases import throwaway_postgres
+from bench.databases import database
 from bench.stats import percentile
 
 TIMEOUT = 30.0
@@ -57,15 +57,6 @@ class Settings:
     warmup: int = 20
     port: int = 18090
     databases: tuple[str, ...] = ("sqlite", "postgresql")
-
-
-@contextmanager
-def database(kind: str, workdir: Path) -> Iterator[str]:
-    if kind == "sqlite":
-        yield f"sqlite+aiosqlite:///{workdir}/conversations.db"
-        return
-    with throwaway_postgres("bench_conv") as url:
-        yield url
 
 
 @dataclass
@@ -175,7 +166,10 @@ def measure(settings: Settings) -> list[ConversationRow]:
         for name in settings.databases:
             workdir = Path(tmp) / name
             workdir.mkdir()
-            with database(name, workdir) as url, gateway_client(workdir, settings.port, url) as c:
+            with (
+                database(name, workdir, "bench_conv") as url,
+                gateway_client(workdir, settings.port, url) as c,
+            ):
                 rows += measure_database(c, name, settings)
     return rows
 

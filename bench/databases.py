@@ -9,6 +9,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import asyncpg
 
@@ -39,3 +40,13 @@ def throwaway_postgres(prefix: str) -> Iterator[str]:
         yield f"{POSTGRES_URL.rpartition('/')[0]}/{name}"
     finally:
         asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@contextmanager
+def database(kind: str, workdir: Path, prefix: str) -> Iterator[str]:
+    """A fresh database of ``kind`` (sqlite | postgresql) for one benchmark gateway."""
+    if kind == "sqlite":
+        yield f"sqlite+aiosqlite:///{workdir}/{prefix}.db"
+        return
+    with throwaway_postgres(prefix) as url:
+        yield url

@@ -26,7 +26,6 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
@@ -62,6 +61,7 @@ class Settings:
     transports: tuple[str, ...] = TRANSPORTS
     turns: int = 300  # conversation turns per model through the HTTP API; 0 skips them
     turns_warmup: int = 20
+    databases: tuple[str, ...] = mcp_api.DATABASES  # the API turns'
     port: int = 18083  # the streamable HTTP server's; the gateway's is the next one
 
 
@@ -268,17 +268,14 @@ def measure(settings: Settings) -> tuple[list[MCPRow], list[TurnRow]]:
 
 
 def _measure_turns(settings: Settings, mcp_url: str) -> list[TurnRow]:
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp,
-        mcp_api.api_client(Path(tmp), settings.port + 1, mcp_url) as (_pid, client),
-    ):
-        rows = mcp_api.measure_turns(client, settings.turns, settings.turns_warmup)
-    for row in rows:
-        print(
-            f"mcp api turn, {row.tool:15} p50 {row.p50_ms:.2f} p99 {row.p99_ms:.2f} ms, "
-            f"{row.errors} errors",
-            flush=True,
+    rows: list[TurnRow] = []
+    for name in settings.databases:
+        measured = mcp_api.database_turns(
+            name, settings.port + 1, mcp_url, settings.turns, settings.turns_warmup
         )
+        for row in measured:
+            print(f"mcp api turn, {mcp_api.row_line(row)}", flush=True)
+        rows += measured
     return rows
 
 

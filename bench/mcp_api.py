@@ -9,9 +9,10 @@ three scripted mock models:
 - ``turn-stdio`` / ``turn-http`` call ``get_current_time`` on one server, then answer with it.
 
 Each measured turn is one ``POST /v1/conversations/{id}/messages`` on a new conversation (made
-untimed beforehand, so history never grows). A tool turn's extra time over the plain one is the
-tool round: the call proposed, decided by policy and run (each step persisted), the MCP call,
-the result stored and a second model call (the mock's is nearly free).
+untimed beforehand, so history never grows), on SQLite and on PostgreSQL. A tool turn's extra
+time over the plain one is the tool round: the call proposed, decided by policy and run (each
+step persisted), the MCP call, the result stored and a second model call (the mock's is nearly
+free).
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ import httpx
 import yaml
 
 from bench import procstat, targets
+from bench.databases import database
 from bench.report import TurnRow
 from bench.stats import percentile
 
 PLAIN = "turn-plain"
 SERVERS = {"stdio": "time", "streamable_http": "time_http"}
 TURN_MODELS = {PLAIN: "no tool", "turn-stdio": "stdio", "turn-http": "streamable_http"}
+DATABASES = ("sqlite", "postgresql")
 TIMEOUT = 30.0  # seconds for one request; a turn this slow means something is broken
 
 
@@ -47,7 +50,7 @@ def _tool_model(name: str, server: str) -> dict[str, Any]:
     }
 
 
-def write_config(workdir: Path, mcp_url: str) -> Path:
+def write_config(workdir: Path, mcp_url: str, database_url: str) -> Path:
     stdio_server = {
         "name": SERVERS["stdio"],
         "transport": "stdio",
@@ -65,7 +68,7 @@ def write_config(workdir: Path, mcp_url: str) -> Path:
         "trusted": True,
     }
     config = {
-        "database_url": f"sqlite+aiosqlite:///{workdir}/gateway.db",
+        "database_url": database_url,
         "log_level": "info",
         "models": [
             {"name": PLAIN, "provider": "mock", "script": [{"text": "It is noon."}]},
@@ -82,10 +85,13 @@ def write_config(workdir: Path, mcp_url: str) -> Path:
 
 
 @contextmanager
-def api_client(workdir: Path, port: int, mcp_url: str) -> Iterator[tuple[int, httpx.Client]]:
-    """The gateway serving the turn models; yields its pid (to profile it) and a kept-alive
-    client carrying its key."""
-    config = write_config(workdir, mcp_url)
+def api_client(
+    workdir: Path, port: int, mcp_url: str, database_url: str | None = None
+) -> Iterator[tuple[int, httpx.Client]]:
+    """The gateway serving the turn models (on SQLite unless ``database_url``); yields its pid
+    (to profile it) and a kept-alive client carrying its key."""
+    database_url = database_url or f"sqlite+aiosqlite:///{workdir}/gateway.db"
+    config = write_config(workdir, mcp_url, database_url)
     with (
         targets.serve_gateway(workdir, port, config, {}) as (pid, key),
         httpx.Client(
@@ -126,7 +132,7 @@ def _turn(client: httpx.Client, model: str) -> tuple[float, bool]:
     return seconds, completed and calls_ok
 
 
-def _row(tool: str, times: list[float], errors: int) -> TurnRow:
+def _row(tool: str, times: list[float], errors: int, database: str, cpu_ms: float) -> TurnRow:
     times = sorted(times)
     return TurnRow(
         tool=tool,
@@ -136,37 +142,41 @@ def _row(tool: str, times: list[float], errors: int) -> TurnRow:
         p99_ms=percentile(times, 0.99) * 1000,
         errors=errors,
         load_average=os.getloadavg()[0],
+        database=database,
+        cpu_ms_per_turn=cpu_ms,
     )
 
 
 def measure_turns(
-    client: httpx.Client, turns: int, warmup: int, cpu: dict[str, float] | None = None, pid: int = 0
+    client: httpx.Client, turns: int, warmup: int, pid: int, database: str = "sqlite"
 ) -> list[TurnRow]:
-    """Every model's turns in alternating blocks, after a warm-up of each. ``cpu`` given: filled
-    with each model's CPU seconds per turn in the process tree of ``pid`` (the gateway and the
-    stdio tool servers it runs)."""
+    """Every model's turns in alternating blocks, after a warm-up of each, with each model's
+    CPU per turn in the process tree of ``pid`` (the gateway and the stdio tool servers it
+    runs)."""
     for model in TURN_MODELS:
         for _ in range(warmup):
             _turn(client, model)
     times: dict[str, list[float]] = {model: [] for model in TURN_MODELS}
     errors = dict.fromkeys(TURN_MODELS, 0)
+    cpu = dict.fromkeys(TURN_MODELS, 0.0)
     order = list(TURN_MODELS)
     block = 25
     done = 0
     while done < turns:
         count = min(block, turns - done)
         for model in order:
-            before = procstat.sample(pid).cpu_seconds if cpu is not None else 0.0
+            before = procstat.sample(pid).cpu_seconds
             for _ in range(count):
                 seconds, ok = _turn(client, model)
                 times[model].append(seconds)
                 errors[model] += not ok
-            if cpu is not None:
-                spent = procstat.sample(pid).cpu_seconds - before
-                cpu[model] = cpu.get(model, 0.0) + spent / turns
+            cpu[model] += procstat.sample(pid).cpu_seconds - before
         order.reverse()
         done += count
-    return [_row(TURN_MODELS[model], times[model], errors[model]) for model in TURN_MODELS]
+    return [
+        _row(TURN_MODELS[m], times[m], errors[m], database, cpu[m] * 1000 / turns)
+        for m in TURN_MODELS
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -178,24 +188,35 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--port", type=int, default=18650)
+    parser.add_argument(
+        "--databases", nargs="+", choices=DATABASES, default=["sqlite"], help="default: sqlite"
+    )
     args = parser.parse_args(argv)
+    with http_server(args.port) as (mcp_url, _server_pid):
+        for name in args.databases:
+            rows = database_turns(name, args.port + 1, mcp_url, args.turns, args.warmup)
+            plain = next(row for row in rows if row.tool == TURN_MODELS[PLAIN])
+            for row in rows:
+                extra = "" if row is plain else f", round +{row.p50_ms - plain.p50_ms:.2f} ms"
+                print(row_line(row) + extra, flush=True)
+
+
+def database_turns(name: str, port: int, mcp_url: str, turns: int, warmup: int) -> list[TurnRow]:
+    """Every model's turns through a gateway on a fresh database of kind ``name``."""
     with (
-        http_server(args.port) as (mcp_url, _server_pid),
         tempfile.TemporaryDirectory(prefix="bench-mcp-api-") as tmp,
-        api_client(Path(tmp), args.port + 1, mcp_url) as (pid, client),
+        database(name, Path(tmp), "bench_mcp") as url,
+        api_client(Path(tmp), port, mcp_url, url) as (pid, client),
     ):
-        cpu: dict[str, float] = {}
-        rows = measure_turns(client, args.turns, args.warmup, cpu, pid)
-    cpu_ms = {TURN_MODELS[model]: seconds * 1000 for model, seconds in cpu.items()}
-    plain = next(row for row in rows if row.tool == TURN_MODELS[PLAIN])
-    for row in rows:
-        extra = "" if row is plain else f", round +{row.p50_ms - plain.p50_ms:.2f} ms"
-        print(
-            f"{row.tool:15} p50 {row.p50_ms:.2f} p90 {row.p90_ms:.2f} p99 {row.p99_ms:.2f} ms"
-            f"{extra}, CPU {cpu_ms[row.tool]:.2f} ms/turn, {row.errors} errors, "
-            f"load {row.load_average:.2f}",
-            flush=True,
-        )
+        return measure_turns(client, turns, warmup, pid, name)
+
+
+def row_line(row: TurnRow) -> str:
+    return (
+        f"{row.database:10} {row.tool:15} p50 {row.p50_ms:.2f} p90 {row.p90_ms:.2f} "
+        f"p99 {row.p99_ms:.2f} ms, CPU {row.cpu_ms_per_turn or 0:.2f} ms/turn, "
+        f"{row.errors} errors, load {row.load_average:.2f}"
+    )
 
 
 if __name__ == "__main__":

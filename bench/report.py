@@ -69,6 +69,9 @@ class TurnRow:
     p99_ms: float
     errors: int
     load_average: float
+    database: str = "sqlite"
+    # The gateway's process tree (the stdio tool server included) per turn; None: not measured.
+    cpu_ms_per_turn: float | None = None
 
 
 @dataclass
@@ -191,22 +194,25 @@ def mcp_table(rows: list[MCPRow]) -> list[str]:
 
 
 def turns_table(rows: list[TurnRow]) -> list[str]:
-    """One line per kind of turn; ``added`` is the turn minus the turn with no tool."""
-    base = next((row for row in rows if row.tool == "no tool"), None)
+    """One line per database and kind of turn; ``added`` is the turn minus the turn with no
+    tool on the same database."""
     lines = [
-        "| turn | turns | p50 ms | p90 ms | p99 ms | added p50 / p99 ms | errors | load |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| database | turn | turns | p50 ms | p90 ms | p99 ms | added p50 / p99 ms "
+        "| CPU ms/turn | errors | load |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
+        base = next((r for r in rows if (r.database, r.tool) == (row.database, "no tool")), None)
         added = (
             "-"
             if base is None or row is base
             else f"{row.p50_ms - base.p50_ms:+.2f} / {row.p99_ms - base.p99_ms:+.2f}"
         )
-        tool = row.tool if row is base else f"one tool call, {row.tool}"
+        tool = row.tool if row.tool == "no tool" else f"one tool call, {row.tool}"
+        cpu = "-" if row.cpu_ms_per_turn is None else f"{row.cpu_ms_per_turn:.2f}"
         lines.append(
-            f"| {tool} | {row.turns:,} | {row.p50_ms:.2f} | {row.p90_ms:.2f} | {row.p99_ms:.2f} "
-            f"| {added} | {row.errors} | {row.load_average:.1f} |"
+            f"| {row.database} | {tool} | {row.turns:,} | {row.p50_ms:.2f} | {row.p90_ms:.2f} "
+            f"| {row.p99_ms:.2f} | {added} | {cpu} | {row.errors} | {row.load_average:.1f} |"
         )
     return lines
 
@@ -217,8 +223,9 @@ def _turns_part(results: Results) -> list[str]:
     return [
         "Through the HTTP API: one conversation turn (`POST /v1/conversations/{id}/messages`) "
         "whose scripted model calls the tool once and then answers, against a turn whose model "
-        "answers at once. `added` is the whole tool round: the call proposed, decided and run, "
-        "each step persisted, and the second model call.",
+        "answers at once, on each database. `added` is the whole tool round: the call proposed, "
+        "decided and run, each step persisted, and the second model call. CPU is the gateway's "
+        "and the stdio tool server's it runs.",
         "",
         *turns_table(results.mcp_turns),
         "",
