@@ -20,7 +20,8 @@ from chat_service.errors import (
     ToolCallNotFound,
 )
 from chat_service.policy_checks import PolicyChecks, result_message
-from chat_service.tool_calls import ApprovalMark, CallState, ToolCallStore, ToolCallView
+from chat_service.tool_call_view import ApprovalMark, CallState, ToolCallView
+from chat_service.tool_calls import Move, ToolCallStore
 from db.base import utcnow
 from governance import Denial, KeyState, Stage, ToolGovernance
 
@@ -115,13 +116,13 @@ class Approvals:
         required = max(call.approvals_required, verdict.approvals_required)
         if required > 1:
             return await self._count_approval(call, approver_key_id, reason, required)
-        return await self._calls.move(
-            call.record_id,
+        approve = Move(
             CallState.AWAITING_APPROVAL,
             CallState.APPROVED,
-            actor_key_id=approver_key_id,
             changes=self._decision(approver_key_id, reason),
+            actor_key_id=approver_key_id,
         )
+        return await self._calls.move(call.record_id, approve)
 
     async def _count_approval(
         self, call: ToolCallView, approver_key_id: int, reason: str | None, required: int
@@ -170,14 +171,14 @@ class Approvals:
         self, call: ToolCallView, approver_key_id: int, reason: str | None
     ) -> ToolCallView | None:
         text = f"Rejected by reviewer: {reason or 'no reason given'}"
-        return await self._calls.move(
-            call.record_id,
+        reject = Move(
             CallState.AWAITING_APPROVAL,
             CallState.REJECTED,
+            changes={**self._decision(approver_key_id, reason), **self._settled(text)},
             actor_key_id=approver_key_id,
             result_message=result_message(call, text, True),
-            changes={**self._decision(approver_key_id, reason), **self._settled(text)},
         )
+        return await self._calls.move(call.record_id, reject)
 
     def _decision(self, approver_key_id: int, reason: str | None) -> dict[str, object]:
         return {
@@ -191,13 +192,13 @@ class Approvals:
 
     async def expire(self, call: ToolCallView) -> ToolCallView | None:
         text = "The approval request expired; the call was not run."
-        return await self._calls.move(
-            call.record_id,
+        expire = Move(
             CallState.AWAITING_APPROVAL,
             CallState.EXPIRED,
-            result_message=result_message(call, text, True),
             changes=self._settled(text),
+            result_message=result_message(call, text, True),
         )
+        return await self._calls.move(call.record_id, expire)
 
     async def expire_due(self) -> set[str]:
         """Expire every overdue approval; returns the conversations to resume."""

@@ -19,7 +19,7 @@ from chat_service.events import (
     ToolCallProgress,
     TurnEvent,
 )
-from chat_service.tool_calls import ToolCallView
+from chat_service.tool_call_view import ToolCallView
 from chat_service.tool_inputs import InputState, ToolInputs
 from db.base import utcnow
 from mcp_client.hooks import CallHooks, InputAnswer, InputHook, InputRequest, ToolProgress

@@ -15,7 +15,7 @@ from pydantic import Field, TypeAdapter
 
 from chat_service.errors import TurnFailed
 from chat_service.messages import FlatStoredMessage, StoredMessage, Timestamp
-from chat_service.tool_calls import ToolCallView
+from chat_service.tool_call_view import ToolCallView
 from llm_service.errors import GatewayError
 from llm_service.types import AssistantMessage
 

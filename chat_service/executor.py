@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import structlog
@@ -21,7 +22,8 @@ from chat_service.events import (
 )
 from chat_service.policy_checks import PolicyChecks, result_message
 from chat_service.store import ConversationInfo
-from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView
+from chat_service.tool_call_view import CallState, ToolCallView, draft
+from chat_service.tool_calls import Move, ToolCallStore
 from db.base import utcnow
 from governance import Stage, ToolGovernance
 from llm_service.spans import span
@@ -60,64 +62,71 @@ class ToolExecutor:
         round_number: int,
         budget: int,
     ) -> AsyncIterator[TurnEvent | Stored]:
-        """Propose every call, decide each by policy, run the approved ones concurrently.
+        """Propose each call with its policy decision in one transaction (with, for a call
+        policy lets through, its start), then run the started ones concurrently.
 
         Calls beyond ``budget`` (the turn's remaining tool-call allowance) are denied.
         """
-        proposed: list[tuple[ToolCallView, ToolCall]] = []
-        for call in calls:
-            view = await self._calls.propose(
+        started: list[ToolCallView] = []
+        for index, call in enumerate(calls):
+            proposal = draft(
                 conversation_id=conversation.id,
                 call_id=call.id,
                 round_number=round_number,
                 tool_name=call.name,
                 arguments=call.arguments,
                 requested_by_key_id=conversation.api_key_id,
-                announce=ToolCallCreated,
             )
-            proposed.append((view, call))
-            yield Stored(ToolCallCreated(view))
-        approved: list[ToolCallView] = []
-        for index, (view, call) in enumerate(proposed):
-            over_budget = index >= budget
-            moved = await self._decide(conversation, view, call, over_budget)
-            if moved is None:
-                continue
-            if moved.state is CallState.APPROVED:
-                approved.append(moved)
-            elif moved.state is CallState.AWAITING_APPROVAL:
-                yield Stored(ToolCallAwaitingApproval(moved))
+            moves = await self._decide(conversation, proposal, call, index >= budget)
+            created, *_, decided = await self._calls.propose(
+                proposal, announce=ToolCallCreated, then=moves
+            )
+            # As stored: each event with the move it reports, in this order.
+            yield Stored(ToolCallCreated(created))
+            if decided.state is CallState.EXECUTING:
+                started.append(decided)
+                yield Stored(ToolCallStarted(decided))
+            elif decided.state is CallState.AWAITING_APPROVAL:
+                yield Stored(ToolCallAwaitingApproval(decided))
             else:  # denied
-                yield Stored(ToolCallCompleted(moved))
-        async for event in self.execute(approved, conversation.model):
+                yield Stored(ToolCallCompleted(decided))
+        async for event in self._run_all(started, conversation.model):
             yield event
 
     async def _decide(
-        self, conversation: ConversationInfo, view: ToolCallView, call: ToolCall, over_budget: bool
-    ) -> ToolCallView | None:
+        self,
+        conversation: ConversationInfo,
+        proposal: ToolCallView,
+        call: ToolCall,
+        over_budget: bool,
+    ) -> list[Move]:
+        """The moves policy decides for a proposed call: denied, held for approval, or approved
+        and started (checked again as any approved call is before it runs)."""
         if over_budget:
             reason = "The turn's limit on tool calls is reached."
-            return await self._checks.deny(
-                view, CallState.PROPOSED, reason, announce=ToolCallCompleted
-            )
+            return [
+                self._checks.denial(
+                    proposal, CallState.PROPOSED, reason, announce=ToolCallCompleted
+                )
+            ]
         verdict, checked = await self._checks.judge(
-            view, Stage.PROPOSE, call=call, roles=conversation.roles
+            proposal, Stage.PROPOSE, call=call, roles=conversation.roles
         )
         tool = verdict.tool
         if verdict.reason is not None or tool is None:
             log.warning("tool_call_denied", tool=call.name, reason=verdict.reason)
             reason = verdict.reason or "denied"
-            return await self._checks.deny(
-                view, CallState.PROPOSED, reason, prior=checked, announce=ToolCallCompleted
+            denial = self._checks.denial(
+                proposal, CallState.PROPOSED, reason, prior=checked, announce=ToolCallCompleted
             )
+            return [denial]
         identity: dict[str, object] = {
             "definition_hash": tool.definition_hash,
             "server": tool.server,
         }
         if verdict.requires_approval:
             expires_at = self._clock() + timedelta(seconds=self._settings.approval_expiry_seconds)
-            return await self._calls.move(
-                view.record_id,
+            hold = Move(
                 CallState.PROPOSED,
                 CallState.AWAITING_APPROVAL,
                 changes={
@@ -128,8 +137,32 @@ class ToolExecutor:
                 prior=checked,
                 announce=ToolCallAwaitingApproval,
             )
-        return await self._calls.move(
-            view.record_id, CallState.PROPOSED, CallState.APPROVED, changes=identity, prior=checked
+            return [hold]
+        approve = Move(CallState.PROPOSED, CallState.APPROVED, changes=identity, prior=checked)
+        approved = replace(
+            proposal,
+            state=CallState.APPROVED,
+            definition_hash=tool.definition_hash,
+            server=tool.server,
+        )
+        return [approve, await self._start(approved)]
+
+    async def _start(self, call: ToolCallView) -> Move:
+        """The move to `executing` of an approved call, decided again at the last moment: a
+        key revoked, a role narrowed, a tool disabled or changed since the approval stops the
+        call here (the move ends it `denied_by_policy` instead)."""
+        verdict, checked = await self._checks.judge(call, Stage.EXECUTE)
+        if not verdict.allowed:
+            reason = verdict.reason or ""
+            return self._checks.denial(
+                call, CallState.APPROVED, reason, prior=checked, announce=ToolCallCompleted
+            )
+        return Move(
+            CallState.APPROVED,
+            CallState.EXECUTING,
+            changes={"started_at": self._clock()},
+            prior=checked,
+            announce=ToolCallStarted,
         )
 
     async def execute(
@@ -140,28 +173,14 @@ class ToolExecutor:
         caller."""
         started: list[ToolCallView] = []
         for call in calls:
-            # Decided again at the last moment: a key revoked, a role narrowed, a tool disabled
-            # or changed since the approval stops the call here.
-            verdict, checked = await self._checks.judge(call, Stage.EXECUTE)
-            if not verdict.allowed:
-                reason = verdict.reason or ""
-                denied = await self._checks.deny(
-                    call, CallState.APPROVED, reason, prior=checked, announce=ToolCallCompleted
-                )
-                if denied is not None:
-                    yield Stored(ToolCallCompleted(denied))
+            moved = await self._calls.move(call.record_id, await self._start(call))
+            if moved is None:
                 continue
-            moved = await self._calls.move(
-                call.record_id,
-                CallState.APPROVED,
-                CallState.EXECUTING,
-                changes={"started_at": self._clock()},
-                prior=checked,
-                announce=ToolCallStarted,
-            )
-            if moved is not None:
+            if moved.state is CallState.EXECUTING:
                 started.append(moved)
                 yield Stored(ToolCallStarted(moved))
+            else:  # denied at the last moment
+                yield Stored(ToolCallCompleted(moved))
         async for event in self._run_all(started, model):
             yield event
 
@@ -221,16 +240,16 @@ class ToolExecutor:
             state = CallState.TIMED_OUT
         elif result.is_error and state is CallState.SUCCEEDED:
             state = CallState.FAILED
-        moved = await self._calls.move(
-            call.record_id,
+        settle = Move(
             CallState.EXECUTING,
             state,
-            result_message=result_message(call, result.content, result.is_error),
             changes={
                 "result": result.content,
                 "result_is_error": result.is_error,
                 "finished_at": self._clock(),
             },
+            result_message=result_message(call, result.content, result.is_error),
             announce=ToolCallCompleted if announce else None,
         )
+        moved = await self._calls.move(call.record_id, settle)
         return (moved, announce) if moved is not None else (call, False)

@@ -10,13 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from chat_service.tool_calls import (
-    Announce,
-    CallState,
-    PendingAudit,
-    ToolCallStore,
-    ToolCallView,
-)
+from chat_service.tool_call_view import CallState, ToolCallView
+from chat_service.tool_calls import Announce, Move, PendingAudit, ToolCallStore
 from governance import Stage, ToolGovernance, Verdict
 from llm_service.types import ToolCall, ToolResultMessage
 
@@ -79,15 +74,29 @@ class PolicyChecks:
         prior: PendingAudit | None = None,
         announce: Announce | None = None,
     ) -> ToolCallView | None:
-        """End the call ``denied_by_policy``; the model is told why. None: another move won.
+        """End the call ``denied_by_policy`` (``denial``). None: another move won."""
+        denial = self.denial(
+            view, expected, reason, actor_key_id, decision, prior=prior, announce=announce
+        )
+        return await self._calls.move(view.record_id, denial)
+
+    def denial(
+        self,
+        view: ToolCallView,
+        expected: CallState,
+        reason: str,
+        actor_key_id: int | None = None,
+        decision: dict[str, object] | None = None,
+        *,
+        prior: PendingAudit | None = None,
+        announce: Announce | None = None,
+    ) -> Move:
+        """The move ending the call ``denied_by_policy``; the model is told why.
         ``decision``: the approver's fields, when the denial answered an approval; ``announce``:
         the turn event stored with the move."""
-        return await self._calls.move(
-            view.record_id,
+        return Move(
             expected,
             CallState.DENIED_BY_POLICY,
-            actor_key_id=actor_key_id,
-            result_message=result_message(view, f"Denied by policy: {reason}", True),
             changes={
                 "policy_reason": reason,
                 "result": reason,
@@ -95,6 +104,8 @@ class PolicyChecks:
                 "finished_at": self._clock(),
                 **(decision or {}),
             },
+            actor_key_id=actor_key_id,
+            result_message=result_message(view, f"Denied by policy: {reason}", True),
             prior=prior,
             announce=announce,
         )

@@ -12,7 +12,8 @@ from chat_service.config import ToolLoopSettings
 from chat_service.events import ToolCallCompleted, TurnError, TurnFinished, TurnStatus
 from chat_service.executor import result_message
 from chat_service.store import ConversationStatus, ConversationStore
-from chat_service.tool_calls import CallState, ToolCallStore
+from chat_service.tool_call_view import CallState
+from chat_service.tool_calls import Move, ToolCallStore
 from db.base import utcnow
 
 log = structlog.get_logger("chat_service.sweeper")
@@ -65,13 +66,13 @@ class Sweeper:
             if call.started_at is not None and call.started_at > limit:
                 continue
             text = "The gateway stopped while this tool ran; its outcome is unknown."
-            moved = await self._calls.move(
-                call.record_id,
+            unknown = Move(
                 CallState.EXECUTING,
                 CallState.UNKNOWN_OUTCOME,
-                result_message=result_message(call, text, True),
                 changes={"result": text, "result_is_error": True, "finished_at": self._clock()},
+                result_message=result_message(call, text, True),
             )
+            moved = await self._calls.move(call.record_id, unknown)
             if moved is not None:
                 log.warning(
                     "tool_call_unknown_outcome", record_id=call.record_id, tool=call.tool_name

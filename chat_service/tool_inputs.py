@@ -20,7 +20,8 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service.errors import InputNotPending, InvalidInput, ToolCallNotFound
-from chat_service.tool_calls import ToolCallStore, ToolCallView
+from chat_service.tool_call_view import ToolCallView
+from chat_service.tool_calls import ToolCallStore
 from db.base import utcnow
 from db.models import ToolCallInput
 from mcp_client.hooks import InputRequest

@@ -20,7 +20,8 @@ from chat_service.events import (
 )
 from chat_service.executor import ToolExecutor
 from chat_service.store import ConversationInfo, ConversationStatus, ConversationStore
-from chat_service.tool_calls import SETTLED, CallState, ToolCallStore
+from chat_service.tool_call_view import SETTLED, CallState
+from chat_service.tool_calls import ToolCallStore
 from governance import ToolGovernance
 from llm_service.errors import GatewayError
 from llm_service.router import Router

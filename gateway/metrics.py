@@ -22,7 +22,7 @@ from prometheus_client import (
 from starlette.requests import Request
 from starlette.responses import Response
 
-from chat_service.tool_calls import CallState
+from chat_service.tool_call_view import CallState
 from gateway.shutdown import Drain
 
 # From 1 ms (the gateway's own answers: 401s, /v1/models, the mock; it adds well under one to a

@@ -16,7 +16,8 @@ from chat_service.call_hooks import CallListeners
 from chat_service.executor import ToolExecutor
 from chat_service.store import ConversationInfo, ConversationStore
 from chat_service.sweeper import Sweeper
-from chat_service.tool_calls import ToolCallStore, ToolCallView
+from chat_service.tool_call_view import ToolCallView
+from chat_service.tool_calls import ToolCallStore
 from chat_service.tool_inputs import ToolInputs
 from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory

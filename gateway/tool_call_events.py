@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import structlog
 
-from chat_service.tool_calls import CallState, ToolCallView
+from chat_service.tool_call_view import CallState, ToolCallView
 from gateway.metrics import GatewayMetrics
 
 log = structlog.get_logger("gateway.tool_calls")

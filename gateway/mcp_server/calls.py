@@ -23,7 +23,8 @@ from chat_service.config import ToolLoopSettings
 from chat_service.events import Stored, ToolCallProgress, TurnEvent
 from chat_service.executor import ToolExecutor
 from chat_service.store import ConversationStore
-from chat_service.tool_calls import CallState, ToolCallStore, ToolCallView, arguments_hash
+from chat_service.tool_call_view import CallState, ToolCallView, arguments_hash
+from chat_service.tool_calls import Move, ToolCallStore
 from db.base import utcnow
 from db.models import Conversation, ToolCallRecord
 from gateway.keys import Principal
@@ -144,12 +145,12 @@ class GovernedCalls:
         return last
 
     async def _abandoned(self, call: ToolCallView) -> None:
-        await self._calls.move(
-            call.record_id,
+        failed = Move(
             CallState.EXECUTING,
             CallState.FAILED,
             changes={"result": CANCELLED, "result_is_error": True, "finished_at": utcnow()},
         )
+        await self._calls.move(call.record_id, failed)
 
     async def _kept(self, conversation_id: str, event: TurnEvent | Stored) -> ToolCallView | None:
         # Stored like a turn's events, so GET /v1/conversations/{id}/events tells the story.

@@ -13,7 +13,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from opentelemetry.trace import Tracer
 
 from chat_service.events import ToolCallProgress
-from chat_service.tool_calls import SETTLED, CallState, ToolCallView
+from chat_service.tool_call_view import SETTLED, CallState, ToolCallView
 from gateway.keys import Principal
 from gateway.limits.limiter import RateLimited
 from gateway.mcp_server.calls import CANCELLED, GovernedCalls, OnProgress

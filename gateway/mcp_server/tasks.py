@@ -23,7 +23,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from chat_service.tool_calls import SETTLED, CallState, ToolCallView
+from chat_service.tool_call_view import SETTLED, CallState, ToolCallView
 from gateway.mcp_server.config import McpServerSettings
 from gateway.mcp_server.handlers import McpHandlers, caller_of, result_of
 

@@ -7,7 +7,7 @@ from time import monotonic
 
 import anyio
 
-from chat_service.tool_calls import CallState, ToolCallView
+from chat_service.tool_call_view import CallState, ToolCallView
 
 # Told each time the call is found still waiting (the count of checks so far).
 OnStillWaiting = Callable[[int], Awaitable[None]]

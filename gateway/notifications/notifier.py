@@ -22,7 +22,7 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from chat_service.tool_calls import ToolCallView
+from chat_service.tool_call_view import ToolCallView
 from db.base import utcnow
 from gateway.limits.budgets import BudgetAlert
 from gateway.metrics import GatewayMetrics

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from chat_service.tool_calls import CallState, ToolCallView
+from chat_service.tool_call_view import CallState, ToolCallView
 from gateway.limits.budgets import BudgetAlert
 from governance import PinView
 

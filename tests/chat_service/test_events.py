@@ -22,7 +22,7 @@ from chat_service.events import (
 )
 from chat_service.messages import StoredMessage
 from chat_service.store import ConversationStore
-from chat_service.tool_calls import CallState, ToolCallView
+from chat_service.tool_call_view import CallState, ToolCallView
 from llm_service.errors import UpstreamRateLimited
 from llm_service.types import AssistantMessage, Thinking, ToolCall, UserMessage
 from tests.support.store import with_store

@@ -11,7 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service.errors import InputNotPending, InvalidInput
 from chat_service.store import ConversationStore
-from chat_service.tool_calls import ToolCallStore, ToolCallView
+from chat_service.tool_call_view import ToolCallView, draft
+from chat_service.tool_calls import ToolCallStore
 from chat_service.tool_inputs import InputState, ToolInputs
 from db.base import utcnow
 from db.engine import create_engine, session_factory
@@ -30,7 +31,7 @@ ASK = InputRequest(
 
 async def _call(store: ConversationStore, calls: ToolCallStore) -> ToolCallView:
     conversation = await store.create(1, "asker", ["user"])
-    return await calls.propose(
+    proposal = draft(
         conversation_id=conversation.id,
         call_id="call_1",
         round_number=0,
@@ -38,6 +39,8 @@ async def _call(store: ConversationStore, calls: ToolCallStore) -> ToolCallView:
         arguments={},
         requested_by_key_id=1,
     )
+    (proposed,) = await calls.propose(proposal)
+    return proposed
 
 
 def test_an_answer_taken_by_another_replica_reaches_the_waiting_one(migrated: str) -> None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from chat_service.messages import StoredMessage
-from chat_service.tool_calls import ToolCallView
+from chat_service.tool_call_view import ToolCallView
 from gateway.admin.ui.card_details import (
     ArgumentRow,
     DecisionCounts,

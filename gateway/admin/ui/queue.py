@@ -11,7 +11,7 @@ from fastapi import APIRouter, Form, Request
 from starlette.responses import RedirectResponse, Response
 
 from chat_service.errors import DecisionConflict, SelfApprovalForbidden, ToolCallNotFound
-from chat_service.tool_calls import CallState
+from chat_service.tool_call_view import CallState
 from db.base import utcnow
 from gateway.admin.ui.cards import build_cards
 from gateway.admin.ui.queue_rows import pending_page

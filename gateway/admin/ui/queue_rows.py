@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service.messages import StoredMessage, stored_message
-from chat_service.tool_calls import CallState, ToolCallView, call_view
+from chat_service.tool_call_view import CallState, ToolCallView, call_view
 from db.models import Conversation, ConversationMessage, ToolCallRecord
 
 PAGE_SIZE = 50

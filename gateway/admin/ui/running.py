@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlalchemy import select
 
 from chat_service.events import ToolCallProgress, stored_event
-from chat_service.tool_calls import CallState, ToolCallView
+from chat_service.tool_call_view import CallState, ToolCallView
 from chat_service.tool_inputs import InputView
 from db.models import ConversationEvent
 from gateway.services import Services
