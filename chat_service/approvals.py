@@ -98,13 +98,14 @@ class Approvals:
         verdict = await self._checks.check(call, Stage.APPROVE, actor_key_id=approver_key_id)
         if not verdict.allowed:
             # The call ends here, and the model is told why; the approver hears it too.
-            denied = await self._checks.deny(
+            denial = self._checks.denial(
                 call,
                 CallState.AWAITING_APPROVAL,
                 verdict.reason or "",
                 approver_key_id,
                 self._decision(approver_key_id, reason),
             )
+            denied = await self._calls.move(call.record_id, denial)
             if denied is None:
                 return None
             if self._on_decision is not None:

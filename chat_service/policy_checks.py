@@ -63,23 +63,6 @@ class PolicyChecks:
         )
         return verdict, PendingAudit(view, "policy_checked", actor_key_id, verdict.as_audit(stage))
 
-    async def deny(
-        self,
-        view: ToolCallView,
-        expected: CallState,
-        reason: str,
-        actor_key_id: int | None = None,
-        decision: dict[str, object] | None = None,
-        *,
-        prior: PendingAudit | None = None,
-        announce: Announce | None = None,
-    ) -> ToolCallView | None:
-        """End the call ``denied_by_policy`` (``denial``). None: another move won."""
-        denial = self.denial(
-            view, expected, reason, actor_key_id, decision, prior=prior, announce=announce
-        )
-        return await self._calls.move(view.record_id, denial)
-
     def denial(
         self,
         view: ToolCallView,

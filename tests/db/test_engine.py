@@ -4,7 +4,7 @@ connections come back with nothing left open."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import asyncpg
@@ -43,37 +43,45 @@ async def _terminate(url: str, pid: int) -> None:
         await connection.close()
 
 
-async def test_an_idle_connection_the_database_dropped_is_replaced(postgres_url: str) -> None:
+@pytest.fixture
+async def pool(postgres_url: str) -> AsyncIterator[tuple[Transactions, _Clock]]:
+    """One pooled connection, checked before use after a second idle, on a clock we move."""
     clock = _Clock()
     engine = create_engine(postgres_url, PoolSettings(size=1, pre_ping_idle_seconds=1.0), clock)
     try:
-        transactions = Transactions(engine)
-        (first,) = (await transactions.read(_PID))[0]
-        await _terminate(postgres_url, first)
-        clock.now += 1.5  # idle past the window: checked before use
-        (second,) = (await transactions.read(_PID))[0]
-        assert second != first
+        yield Transactions(engine), clock
     finally:
         await engine.dispose()
+
+
+async def _dropped_backend(transactions: Transactions, postgres_url: str) -> int:
+    """The pooled connection's backend, terminated by the database (the pool does not know)."""
+    (pid,) = (await transactions.read(_PID))[0]
+    await _terminate(postgres_url, pid)
+    return int(pid)
+
+
+async def test_an_idle_connection_the_database_dropped_is_replaced(
+    pool: tuple[Transactions, _Clock], postgres_url: str
+) -> None:
+    transactions, clock = pool
+    first = await _dropped_backend(transactions, postgres_url)
+    clock.now += 1.5  # idle past the window: checked before use
+    (second,) = (await transactions.read(_PID))[0]
+    assert second != first
 
 
 async def test_a_connection_used_moments_ago_is_not_pinged_and_a_dead_one_is_discarded(
-    postgres_url: str,
+    pool: tuple[Transactions, _Clock], postgres_url: str
 ) -> None:
-    clock = _Clock()
-    engine = create_engine(postgres_url, PoolSettings(size=1, pre_ping_idle_seconds=1.0), clock)
-    try:
-        transactions = Transactions(engine)
-        (first,) = (await transactions.read(_PID))[0]
-        await _terminate(postgres_url, first)
-        clock.now += 0.5  # within the window: used as it is, and it fails
-        with pytest.raises(_DROPPED):
-            await transactions.read(_PID)
-        # The failed connection went back invalidated: the next use gets a new one.
-        (second,) = (await transactions.read(_PID))[0]
-        assert second != first
-    finally:
-        await engine.dispose()
+    transactions, clock = pool
+    first = await _dropped_backend(transactions, postgres_url)
+    clock.now += 0.5  # within the window: used as it is, and it fails
+    with pytest.raises(_DROPPED):
+        await transactions.read(_PID)
+    # The failed connection went back invalidated: the next use gets a new one.
+    (second,) = (await transactions.read(_PID))[0]
+    assert second != first
 
 
 async def test_a_sqlite_connection_returned_mid_transaction_is_rolled_back(
