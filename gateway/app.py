@@ -15,7 +15,7 @@ from gateway.admin.sso.client import OidcClient, oidc_client
 from gateway.admin.ui.routes import admin_ui_router
 from gateway.anthropic_api import routes as anthropic_routes
 from gateway.errors import install_error_handlers
-from gateway.hot_routes import Handler, HotRoutes, MethodAndPath, documented_routes
+from gateway.hot_routes import GatewayApp, Handler, HotRoutes, MethodAndPath, documented_routes
 from gateway.input_guard import JsonGuardMiddleware
 from gateway.mcp_server.endpoint import McpEndpoint
 from gateway.metrics import GatewayMetrics, metrics_endpoint
@@ -71,7 +71,7 @@ def create_app(
             await services.stop()
             tracing.shutdown()
 
-    app = FastAPI(title="llm-gateway", version="0.1.0", lifespan=lifespan)
+    app = GatewayApp(title="llm-gateway", version="0.1.0", lifespan=lifespan)
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(openai_routes.router)
@@ -101,6 +101,7 @@ def create_app(
         **conversations_api.HOT_ROUTES,
     }
     app.add_middleware(HotRoutes, routes=documented_routes(app, hot_routes))
+    app.edge_paths = frozenset(path for path in hot_routes if "{" not in path[1])
     app.add_middleware(
         JsonGuardMiddleware,
         max_depth=settings.max_json_depth,

@@ -159,15 +159,17 @@ async def event_stream(
 
     A failure after the first byte ends the stream with the API's error event.
     """
-    yield encoder.start()
+    # The opening goes out with the first event, which is already here: one write, not two.
+    opening = encoder.start()
     event: StreamEvent | None = first
     try:
         while event is not None:
             if isinstance(event, StreamDone):
                 context.usage = event.response.usage
-                yield encoder.done(event.response)
+                yield opening + encoder.done(event.response)
                 return
-            yield encoder.delta(event)
+            yield opening + encoder.delta(event)
+            opening = b""
             event = await anext(rest, None)
     except GatewayError as exc:
         context.fail(exc)

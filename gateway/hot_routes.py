@@ -11,6 +11,7 @@ and its OpenAPI entry is the FastAPI route declared for the same method and path
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.requests import Request
@@ -74,3 +75,41 @@ def documented_routes(
         else:
             raise LookupError(f"no FastAPI route documents {method} {path}")
     return found
+
+
+class GatewayApp(FastAPI):
+    """FastAPI, whose hot routes with an exact path enter the gateway's own middlewares directly.
+
+    Every request passed FastAPI's and Starlette's own layers first: the native telemetry check
+    (which looks up OpenTelemetry's global providers on every request), ``ServerErrorMiddleware``
+    with its ``send`` wrapper, the exception telemetry and body-limit layers; about 3-4 % of a
+    whole request's CPU (docs/performance.md). None of them acts on a hot route: its failures
+    are answered by ``HotRoutes`` through the exception handlers, and the gateway's own size
+    limit applies. So those requests go to a chain of the same middlewares (``user_middleware``,
+    ``HotRoutes`` innermost), built on the first request as Starlette builds its stack. Unless
+    FastAPI's native telemetry is on (a global OpenTelemetry provider configured before the first
+    request): then every request keeps its way through it.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.edge_paths: frozenset[MethodAndPath] = frozenset()
+        self._edge: ASGIApp | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (scope["method"], scope["path"]) in self.edge_paths:
+            if self._edge is None:
+                self._edge = self._build_edge()
+            if self._edge is not self:
+                scope["app"] = self
+                await self._edge(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+    def _build_edge(self) -> ASGIApp:
+        if self._native_telemetry.enabled():
+            return self
+        app: ASGIApp = self.router  # not reached: only exact hot paths enter the chain
+        for cls, args, kwargs in reversed(self.user_middleware):
+            app = cls(app, *args, **kwargs)
+        return app

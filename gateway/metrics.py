@@ -39,6 +39,11 @@ class GatewayMetrics:
 
     def __init__(self, multiprocess_dir: Path | None = None) -> None:
         self._multiprocess_dir = multiprocess_dir
+        # The labelled series of the per-request metrics, by their label values: ``labels()``
+        # checks, stringifies and looks up under a lock every time, four times a request.
+        self._request_series: dict[tuple[str, str, str, int], tuple[Counter, Histogram]] = {}
+        self._token_series: dict[tuple[str, str], tuple[Counter, Counter]] = {}
+        self._first_token_series: dict[tuple[str, str, str], Histogram] = {}
         # A `_created` twin of every counter and histogram doubles the output and no dashboard
         # reads it. prometheus_client keeps this switch process-wide; setting it is idempotent.
         disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -152,20 +157,34 @@ class GatewayMetrics:
         status: int,
         seconds: float,
     ) -> None:
-        labels = (route, model or "", provider or "", str(status))
-        self.requests.labels(*labels).inc()
-        self.latency.labels(*labels).observe(seconds)
+        key = (route, model or "", provider or "", status)
+        series = self._request_series.get(key)
+        if series is None:
+            labels = (*key[:3], str(status))
+            series = self.requests.labels(*labels), self.latency.labels(*labels)
+            self._request_series[key] = series
+        series[0].inc()
+        series[1].observe(seconds)
 
     def observe_tokens(
         self, model: str, provider: str | None, prompt_tokens: int, completion_tokens: int
     ) -> None:
-        self.tokens.labels(model, provider or "", "prompt").inc(prompt_tokens)
-        self.tokens.labels(model, provider or "", "completion").inc(completion_tokens)
+        key = (model, provider or "")
+        series = self._token_series.get(key)
+        if series is None:
+            series = self.tokens.labels(*key, "prompt"), self.tokens.labels(*key, "completion")
+            self._token_series[key] = series
+        series[0].inc(prompt_tokens)
+        series[1].inc(completion_tokens)
 
     def observe_first_token(
         self, route: str, model: str | None, provider: str | None, seconds: float
     ) -> None:
-        self.first_token.labels(route, model or "", provider or "").observe(seconds)
+        key = (route, model or "", provider or "")
+        series = self._first_token_series.get(key)
+        if series is None:
+            series = self._first_token_series[key] = self.first_token.labels(*key)
+        series.observe(seconds)
 
     def observe_webhook_delivery(self, event: str, outcome: str) -> None:
         self.webhook_deliveries.labels(event, outcome).inc()

@@ -1,4 +1,5 @@
-"""Hot routes: served past FastAPI's router, answered and failed exactly as FastAPI would."""
+"""Hot routes: served past FastAPI's router (exact paths past its outer layers too, by
+``GatewayApp``), answered and failed exactly as FastAPI would."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from fastapi import FastAPI, Request
 from starlette.responses import PlainTextResponse, Response
 
 from gateway.errors import install_error_handlers
-from gateway.hot_routes import HotRoutes, documented_routes
+from gateway.hot_routes import GatewayApp, HotRoutes, documented_routes
 from gateway.middleware import RequestContextMiddleware
 from llm_service.errors import ModelNotFound
 
@@ -31,7 +32,7 @@ async def _broken(request: Request) -> Response:
 
 
 def _app() -> FastAPI:
-    app = FastAPI()
+    app = GatewayApp()
     install_error_handlers(app)
     for path in ("/fast", "/refusing", "/broken"):
 
@@ -59,6 +60,7 @@ def _app() -> FastAPI:
     }
     app.add_middleware(HotRoutes, routes=documented_routes(app, hot))
     app.add_middleware(RequestContextMiddleware)
+    app.edge_paths = frozenset(key for key in hot if "{" not in key[1])
     return app
 
 
@@ -72,6 +74,12 @@ async def test_a_hot_route_is_served_with_its_documenting_route_in_scope() -> No
     response = await _call("POST", "/fast")
 
     assert response.text == "hot, documented by fast"
+
+
+async def test_an_exact_hot_path_still_passes_the_gateway_middlewares() -> None:
+    response = await _call("POST", "/fast")
+
+    assert len(response.headers["x-request-id"]) == 32
 
 
 async def test_other_methods_and_paths_go_through_fastapi() -> None:
