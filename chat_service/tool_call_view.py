@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from pydantic import Field, TypeAdapter
 
 from chat_service.messages import Timestamp
+from chat_service.tool_call_sql import VIEW_COLUMNS
 from db.base import utcnow
 from db.models import ToolCallRecord
 from db.transactions import json_of, utc
@@ -105,30 +106,12 @@ TOOL_CALL: TypeAdapter[ToolCallView] = TypeAdapter(ToolCallView)
 
 
 def call_view(row: ToolCallRecord) -> ToolCallView:
-    return ToolCallView(
-        record_id=row.id,
-        conversation_id=row.conversation_id,
-        call_id=row.call_id,
-        round=row.round,
-        tool_name=row.tool_name,
-        server=row.server,
-        arguments=row.arguments,
-        state=CallState(row.state),
-        requested_by_key_id=row.requested_by_key_id,
-        expires_at=row.expires_at,
-        decided_by_key_id=row.decided_by_key_id,
-        decision_reason=row.decision_reason,
-        policy_reason=row.policy_reason,
-        result=row.result,
-        result_is_error=row.result_is_error,
-        created_at=row.created_at,
-        definition_hash=row.definition_hash,
-        decided_at=row.decided_at,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-        approvals_required=row.approvals_required,
-        approvals=APPROVAL_MARKS.validate_python(row.approvals or []),
-    )
+    """The view of an ORM row (the admin queue reads rows that way)."""
+    return view_of(tuple(getattr(row, name) for name in _VIEW_FIELDS))
+
+
+# The ORM's attribute names are the columns' names.
+_VIEW_FIELDS = tuple(name.strip() for name in VIEW_COLUMNS.split(","))
 
 
 APPROVAL_MARKS: TypeAdapter[tuple[ApprovalMark, ...]] = TypeAdapter(tuple[ApprovalMark, ...])
