@@ -22,10 +22,10 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service import store_sql as sql
 from chat_service.errors import ConversationNotFound
@@ -166,7 +166,7 @@ class ConversationStore:
         self, sessions: async_sessionmaker[AsyncSession], cache_size: int = HISTORY_CACHE_SIZE
     ) -> None:
         self._sessions = sessions
-        self._transactions = Transactions(cast(AsyncEngine, sessions.kw["bind"]))
+        self._transactions = Transactions.of(sessions)
         self._cache_size = cache_size
         self._histories: OrderedDict[str, _History] = OrderedDict()
         self._owners: OrderedDict[str, ConversationOwner] = OrderedDict()

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service import tool_call_sql as sql
 from chat_service.messages import message_json
@@ -93,7 +93,7 @@ class ToolCallStore:
     def __init__(
         self, sessions: async_sessionmaker[AsyncSession], on_move: MoveObserver | None = None
     ) -> None:
-        self._transactions = Transactions(cast(AsyncEngine, sessions.kw["bind"]))
+        self._transactions = Transactions.of(sessions)
         self._on_move = on_move
 
     async def propose(

@@ -24,10 +24,10 @@ import sqlite3
 from collections.abc import Generator, Sequence
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.util import greenlet_spawn
 
 T = TypeVar("T")
@@ -44,6 +44,11 @@ class Transactions:
         if backend not in ("sqlite", "postgresql"):
             raise ValueError(f"the driver path needs SQLite or PostgreSQL, not {backend}")
         self._sqlite = backend == "sqlite"
+
+    @classmethod
+    def of(cls, sessions: async_sessionmaker[AsyncSession]) -> Transactions:
+        """On the engine the session factory is bound to."""
+        return cls(cast(AsyncEngine, sessions.kw["bind"]))
 
     async def run(self, operation: Operation[T], *, write: bool = True) -> T:
         """The operation's statements, in one transaction when it writes (a lone read needs

@@ -9,10 +9,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
 
 from sqlalchemy import ColumnElement, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.base import utcnow
 from db.models import ApiKey, AuditEvent, Team
@@ -88,7 +87,7 @@ class KeyStore:
     ) -> None:
         self._sessions = sessions
         # The check before every tool call reads the key as plain SQL (db/transactions.py).
-        self._transactions = Transactions(cast(AsyncEngine, sessions.kw["bind"]))
+        self._transactions = Transactions.of(sessions)
         self._cache_seconds = cache_seconds
         self._clock = clock
         self._cache: dict[str, tuple[float, Principal | None]] = {}
