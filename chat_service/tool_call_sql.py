@@ -18,7 +18,6 @@ VIEW_COLUMNS = (
 SELECT = f"SELECT {VIEW_COLUMNS} FROM tool_calls"  # noqa: S608
 GET = f"{SELECT} WHERE id = ?"
 FOR_CONVERSATION = f"{SELECT} WHERE conversation_id = ? ORDER BY created_at"
-FOR_ROUND = f"{SELECT} WHERE conversation_id = ? AND round = ? ORDER BY created_at"
 IN_STATES = f"{SELECT} WHERE state IN ({{marks}}) ORDER BY created_at LIMIT ?"
 COUNT = "SELECT count(*) FROM tool_calls WHERE state = ?"
 _INSERT = (

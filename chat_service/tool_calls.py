@@ -205,13 +205,8 @@ class ToolCallStore:
         rows = await self._transactions.read(sql.GET, record_id)
         return view_of(rows[0]) if rows else None
 
-    async def for_conversation(
-        self, conversation_id: str, round_number: int | None = None
-    ) -> list[ToolCallView]:
-        if round_number is None:
-            rows = await self._transactions.read(sql.FOR_CONVERSATION, conversation_id)
-        else:
-            rows = await self._transactions.read(sql.FOR_ROUND, conversation_id, round_number)
+    async def for_conversation(self, conversation_id: str) -> list[ToolCallView]:
+        rows = await self._transactions.read(sql.FOR_CONVERSATION, conversation_id)
         return [view_of(row) for row in rows]
 
     async def count(self, state: CallState) -> int:
