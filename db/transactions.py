@@ -27,6 +27,7 @@ from functools import cache
 from typing import Any, TypeVar, cast
 
 import asyncpg
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.util import greenlet_spawn
 
@@ -35,6 +36,15 @@ Statement = tuple[str, tuple[Any, ...]]
 Rows = Sequence[Sequence[Any]]
 # Yields each statement, is sent its rows, returns the transaction's result.
 Operation = Generator[Statement, Rows, T]
+# What a transaction here may raise when the database refuses or cannot be reached: the pool's
+# (connecting), each driver's own, and the network's.
+DATABASE_ERRORS = (
+    SQLAlchemyError,
+    sqlite3.Error,
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    OSError,
+)
 
 
 class Transactions:
@@ -120,6 +130,16 @@ async def _statements(connection: Any, operation: Operation[T]) -> T:
     except StopIteration as done:
         result: T = done.value
         return result
+
+
+@cache
+def insert_sql(table: str, columns: Sequence[str], count: int) -> str:
+    """``INSERT`` of ``count`` rows in one statement: the driver binds every value at once, where
+    ``executemany`` takes the GIL back for each row (under load, a row per switch interval).
+    ``table`` and ``columns`` are the caller's constants, never input."""
+    row = "(" + ", ".join("?" * len(columns)) + ")"
+    values = ", ".join([row] * count)
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES {values}"  # noqa: S608
 
 
 @cache

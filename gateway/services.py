@@ -21,6 +21,7 @@ from chat_service.tool_calls import ToolCallStore
 from chat_service.tool_inputs import ToolInputs
 from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
+from db.transactions import Transactions
 from gateway.admin.sso.client import OidcClient
 from gateway.keys import KeyStore, Principal
 from gateway.limits.alerts import audit_budget_alert
@@ -99,7 +100,7 @@ class Services:
         for name in prices.unpriced():
             log.warning("model_unpriced", model=name, hint="set the model's `price` in the config")
         usage = UsageRecorder(
-            sessions,
+            Transactions.of(sessions),
             settings.usage_flush_seconds,
             prices,
             on_record=lambda entry: metrics.observe_tokens(

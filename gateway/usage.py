@@ -11,17 +11,15 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 
 import structlog
-from sqlalchemy import insert
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from db.models import UsageRecord
+from db.transactions import DATABASE_ERRORS, Operation, Transactions, insert_sql
 from gateway.pricing import PriceBook
-from gateway.usage_rollup import add_rollups, rollups
+from gateway.usage_rollup import rollup_statements, rollups
 from llm_service.types import Usage
 
 log = structlog.get_logger("gateway.usage")
 _MAX_PENDING = 100_000
+# Rows per INSERT: 1,700 values, within both databases' limit on a statement's parameters.
 _SLICE = 100
 
 
@@ -48,6 +46,7 @@ class UsageEntry:
 # Plain getattr: ``dataclasses.asdict`` deep-copies every value and was half of a flush's CPU,
 # which runs on the event loop and so shows in the latency of the requests it interrupts.
 _COLUMNS = tuple(field.name for field in fields(UsageEntry) if field.name != "at")
+_ROW_COLUMNS = (*_COLUMNS, "cost_usd", "created_at")
 
 
 def _row(entry: UsageEntry, prices: PriceBook) -> dict[str, object]:
@@ -71,13 +70,13 @@ class UsageRecorder:
 
     def __init__(
         self,
-        sessions: async_sessionmaker[AsyncSession],
+        transactions: Transactions,
         flush_seconds: float,
         prices: PriceBook,
         batch: int = 500,
         on_record: Callable[[UsageEntry], None] | None = None,
     ) -> None:
-        self._sessions = sessions
+        self._transactions = transactions
         self._prices = prices
         self._on_record = on_record
         self._flush_seconds = flush_seconds
@@ -106,19 +105,15 @@ class UsageRecorder:
             if not self._pending:
                 return
             entries, self._pending = self._pending, []
+            rows = [_row(entry, self._prices) for entry in entries]
             try:
-                async with self._sessions.begin() as session:
-                    # Core, not the ORM's bulk path, and in slices: the parameter processing runs
-                    # on the event loop, which serves requests between slices instead of stalling
-                    # for the whole batch.
-                    connection = await session.connection()
-                    written: list[dict[str, object]] = []
-                    for start in range(0, len(entries), _SLICE):
-                        rows = [_row(e, self._prices) for e in entries[start : start + _SLICE]]
-                        await connection.execute(insert(UsageRecord), rows)
-                        written.extend(rows)
-                    await add_rollups(connection, rollups(written))
-            except SQLAlchemyError as exc:
+                # One transaction, a statement per slice of rows: on SQLite a single hand-off to
+                # aiosqlite's thread, which binds each statement's values in one go. Its
+                # executemany took the GIL back for every row; under load each waited for the
+                # switch interval and the batch cost the event loop about a quarter of its CPU
+                # (docs/performance.md).
+                await self._transactions.run(_write(rows))
+            except DATABASE_ERRORS as exc:
                 # Keep them for the next flush rather than lose accounting.
                 self._pending[:0] = entries
                 log.error("usage_flush_failed", pending=len(self._pending), error=str(exc))
@@ -137,3 +132,11 @@ class UsageRecorder:
                     await self._wake.wait()
             self._wake.clear()
             await self.flush()
+
+
+def _write(rows: list[dict[str, object]]) -> Operation[None]:
+    for start in range(0, len(rows), _SLICE):
+        part = rows[start : start + _SLICE]
+        parameters = tuple(row[name] for row in part for name in _ROW_COLUMNS)
+        yield insert_sql("usage_records", _ROW_COLUMNS, len(part)), parameters
+    yield from rollup_statements(rollups(rows))

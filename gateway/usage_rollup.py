@@ -7,14 +7,13 @@ cannot deadlock on PostgreSQL.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any
 
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection
-
-from db.models import LATENCY_BUCKETS_MS, LATENCY_COLUMNS, UsageDaily, UsageHourly
+from db.models import LATENCY_BUCKETS_MS, LATENCY_COLUMNS
+from db.transactions import Statement, insert_sql
 
 DIMENSIONS = ("api_key_id", "team", "model", "provider")
 SUMMED = (
@@ -87,15 +86,24 @@ def daily(hourly: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [groups[key] for key in sorted(groups)]
 
 
-async def add_rollups(connection: AsyncConnection, hourly: list[dict[str, Any]]) -> None:
-    """Adds the batch's hourly rollups and their daily sums (hours first, both in sorted order)."""
+def rollup_statements(hourly: Sequence[Mapping[str, Any]]) -> Iterator[Statement]:
+    """The upserts adding a batch's hourly rollups (from ``rollups``) and their daily sums:
+    hours first, each table in one statement, its groups in sorted order."""
     if not hourly:
         return
-    for table, period, rows in ((UsageHourly, "hour", hourly), (UsageDaily, "day", daily(hourly))):
-        dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
-        statement = dialect.insert(table)
-        statement = statement.on_conflict_do_update(
-            index_elements=[period, *DIMENSIONS],
-            set_={name: getattr(table, name) + statement.excluded[name] for name in SUMMED},
-        )
-        await connection.execute(statement, rows)
+    for table, period, rows in (
+        ("usage_hourly", "hour", hourly),
+        ("usage_daily", "day", daily(hourly)),
+    ):
+        columns = (period, *DIMENSIONS, *SUMMED)
+        parameters = tuple(row[name] for row in rows for name in columns)
+        yield _upsert(table, period, len(rows)), parameters
+
+
+@cache
+def _upsert(table: str, period: str, count: int) -> str:
+    # ON CONFLICT ... DO UPDATE reads the same on SQLite (3.24 and later) and PostgreSQL.
+    added = ", ".join(f"{name} = {table}.{name} + excluded.{name}" for name in SUMMED)
+    conflict = ", ".join((period, *DIMENSIONS))
+    insert = insert_sql(table, (period, *DIMENSIONS, *SUMMED), count)
+    return f"{insert} ON CONFLICT ({conflict}) DO UPDATE SET {added}"

@@ -7,6 +7,7 @@ import asyncio
 import csv
 import io
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,8 +16,9 @@ from sqlalchemy import delete, insert, select
 
 from db.engine import create_engine, session_factory
 from db.models import UsageDaily, UsageHourly, UsageRecord
+from db.transactions import Operation, Statement, Transactions
 from gateway.admin.api.usage import UsageQuery, usage_report
-from gateway.usage_rollup import add_rollups, rollups
+from gateway.usage_rollup import rollup_statements, rollups
 from migrations.commands import upgrade
 from tests.support.gateway import RunningGateway, running_gateway
 
@@ -139,6 +141,10 @@ def _raw(created_at: datetime, model: str, tokens: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _statements(statements: Iterator[Statement]) -> Operation[None]:
+    yield from statements
+
+
 async def _write_then_report(
     database_url: str, raw: list[dict[str, Any]], queries: list[UsageQuery]
 ) -> list[list[dict[str, Any]]]:
@@ -146,9 +152,9 @@ async def _write_then_report(
     engine = create_engine(database_url)
     sessions = session_factory(engine)
     try:
+        transactions = Transactions(engine)
         for row in raw:  # one flush per row: the upserts must add up across flushes too
-            async with sessions.begin() as session:
-                await add_rollups(await session.connection(), rollups([row]))
+            await transactions.run(_statements(rollup_statements(rollups([row]))))
         return [await usage_report(sessions, query) for query in queries]
     finally:
         await engine.dispose()
