@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from chat_service.events import TurnEvent
+from gateway.ready_together import send_ready_together
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
@@ -66,6 +67,13 @@ class EventStreamResponse(StreamingResponse):
         super().__init__(
             content, headers={**SSE_HEADERS, **(headers or {})}, media_type="text/event-stream"
         )
+
+    async def stream_response(self, send: Send) -> None:
+        start = {"type": "http.response.start", "status": self.status_code}
+        await send({**start, "headers": self.raw_headers})
+        # Every body here yields bytes (framed events).
+        await send_ready_together(cast(AsyncIterator[bytes], self.body_iterator), send)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         task = asyncio.current_task()
