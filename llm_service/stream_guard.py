@@ -113,7 +113,9 @@ class LateChunk:
 
     def wait(self, seconds: float) -> None:
         """The current task is about to await a chunk, which must come within ``seconds``."""
-        task = asyncio.current_task()
+        # Given the loop, asyncio finds the task without `get_running_loop`, which in Python
+        # 3.11 makes a getpid system call each time: one per chunk was 2 % of a stream's CPU.
+        task = asyncio.current_task(self._loop)
         assert task is not None  # a stream is read in a task
         self._task = task
         self._cancelling = task.cancelling()
