@@ -18,7 +18,8 @@ class Sent:
         self.arrived = asyncio.Event()
 
     async def __call__(self, message: Message) -> None:
-        assert message["type"] == "http.response.body" and message["more_body"] is True
+        assert message["type"] == "http.response.body"
+        assert message["more_body"] is True
         self.bodies.append(message["body"])
         self.arrived.set()
 
