@@ -72,7 +72,10 @@ class ChatCompletionsHttp:
                 # The same trust store as the SDK's httpx client, in any base image.
                 ssl=ssl.create_default_context(cafile=certifi.where()),
             )
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
+            # Headers set once: passed per request, aiohttp merged them into a new multidict.
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=self._timeout, headers=self._headers
+            )
         return self._session
 
     async def post(self, body: dict[str, Any]) -> bytes:
@@ -93,9 +96,7 @@ class ChatCompletionsHttp:
 
     async def _post(self, url: str, body: dict[str, Any]) -> bytes:
         with _mapped_errors(self._provider, streaming=False):
-            async with self._client().post(
-                url, data=orjson.dumps(body), headers=self._headers
-            ) as response:
+            async with self._client().post(url, data=orjson.dumps(body)) as response:
                 await _raise_for_status(response, self._provider)
                 return await response.read()
 
@@ -105,9 +106,7 @@ class ChatCompletionsHttp:
         """Each event's data up to ``[DONE]``; a JSON ``error`` event is left to the caller."""
         provider = self._provider
         with _mapped_errors(provider, streaming=False):
-            response = await self._client().post(
-                url or self._url, data=orjson.dumps(body), headers=self._headers
-            )
+            response = await self._client().post(url or self._url, data=orjson.dumps(body))
         async with response:
             with _mapped_errors(provider, streaming=False):
                 await _raise_for_status(response, provider)
