@@ -30,42 +30,53 @@ MAX_HELD_BYTES = 64 * 1024
 async def send_ready_together(body: AsyncIterator[bytes], send: Send) -> None:
     """Each of ``body``'s chunks as ``http.response.body`` messages (more to come), those that
     were ready together joined into one."""
-    held: list[bytes] = []
-    size = 0
+    held = _Held(send)
     while True:
         step = body.__anext__().__await__()
         try:
             waiting_on = step.send(None)
         except StopIteration as ready:
-            chunk: bytes = ready.value
-            held.append(chunk)
-            size += len(chunk)
-            if size >= MAX_HELD_BYTES:
-                await _send(send, held)
-                held, size = [], 0
+            await held.add(ready.value)
             continue
         except StopAsyncIteration:
             break
-        if held:
-            try:
-                await _send(send, held)
-            except BaseException as exc:
-                await _settle(step, waiting_on, exc)
-                raise
-            held, size = [], 0
+        except BaseException:
+            await held.flush()  # what came before the failure goes out, as one by one it would
+            raise
         try:
-            chunk = await _Rest(step, waiting_on)
+            await held.flush()
+        except BaseException as exc:
+            await _settle(step, waiting_on, exc)
+            raise
+        try:
+            await held.add(await _Rest(step, waiting_on))
         except StopAsyncIteration:
             break
-        held.append(chunk)
-        size = len(chunk)
-    if held:
-        await _send(send, held)
+    await held.flush()
 
 
-async def _send(send: Send, chunks: list[bytes]) -> None:
-    body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    await send({"type": "http.response.body", "body": body, "more_body": True})
+class _Held:
+    __slots__ = ("_chunks", "_send", "_size")
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._chunks: list[bytes] = []
+        self._size = 0
+
+    async def add(self, chunk: bytes) -> None:
+        self._chunks.append(chunk)
+        self._size += len(chunk)
+        if self._size >= MAX_HELD_BYTES:
+            await self.flush()
+
+    async def flush(self) -> None:
+        chunks = self._chunks
+        if not chunks:
+            return
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        self._chunks = []
+        self._size = 0
+        await self._send({"type": "http.response.body", "body": body, "more_body": True})
 
 
 async def _settle(step: Generator[Any, Any, bytes], waiting_on: Any, exc: BaseException) -> None:

@@ -130,3 +130,16 @@ async def test_a_body_that_ends_after_a_wait_sends_what_it_held() -> None:
     await send_ready_together(body(), sent)
 
     assert sent.bodies == [b"latelast"]
+
+
+async def test_what_was_ready_before_a_body_fails_still_goes_out() -> None:
+    async def body() -> AsyncIterator[bytes]:
+        yield b"a"
+        yield b"b"
+        raise RuntimeError("broken body")
+
+    sent = Sent()
+    with pytest.raises(RuntimeError, match="broken body"):
+        await send_ready_together(body(), sent)
+
+    assert sent.bodies == [b"ab"]
