@@ -133,7 +133,7 @@ class ToolCallStore:
                 views.append(moved)
             return views
 
-        views = await self._transactions.run(propose())
+        views = await self._transactions.run(propose(), durable=_starts(then))
         for view in views:
             self._moved(view)
         return views
@@ -146,7 +146,7 @@ class ToolCallStore:
     async def move(self, record_id: str, move: Move) -> ToolCallView | None:
         """The compare-and-set (``Move``) in one transaction with what it writes: the call as
         it left it, or None when another move won."""
-        moved = await self._transactions.run(_moving(record_id, move))
+        moved = await self._transactions.run(_moving(record_id, move), durable=_starts([move]))
         return None if moved is None else self._moved(moved)
 
     async def add_approval(
@@ -248,3 +248,10 @@ def _message(conversation_id: str, message: ToolResultMessage) -> Statement:
 
 def _jsonable(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _starts(moves: Sequence[Move]) -> bool:
+    """Whether the moves start the call: the tool runs after the commit, so the commit must
+    survive a power loss (``Transactions.run(durable=True)``), or a recovered database could
+    show the call as never started and run it twice."""
+    return any(move.new is CallState.EXECUTING for move in moves)

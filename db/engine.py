@@ -116,6 +116,13 @@ def _sqlite_pragmas(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
     cursor.execute("PRAGMA journal_mode")
     if cursor.fetchone()[0].lower() != "wal":
         cursor.execute("PRAGMA journal_mode=WAL")
+    # In WAL mode, NORMAL syncs the log at checkpoints rather than at every commit (SQLite's
+    # advice for WAL, Rails' default): a commit survives the process dying, and the file is
+    # never corrupted, but the last commits before a power loss or OS crash may be undone. A
+    # transaction after which something happens outside the database (a tool call starts) is
+    # committed with FULL (``Transactions.run(durable=True)``), making it and all before it
+    # durable. Each commit's fsync was half a conversation turn's time (docs/performance.md).
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 

@@ -60,9 +60,14 @@ class Transactions:
         """On the engine the session factory is bound to."""
         return cls(cast(AsyncEngine, sessions.kw["bind"]))
 
-    async def run(self, operation: Operation[T], *, write: bool = True) -> T:
+    async def run(self, operation: Operation[T], *, write: bool = True, durable: bool = False) -> T:
         """The operation's statements, in one transaction when it writes (a lone read needs
-        none: a single statement sees one snapshot)."""
+        none: a single statement sees one snapshot).
+
+        ``durable``: something outside the database follows this commit (a tool call starts),
+        so it must survive a power loss, not only the process dying. SQLite commits it with
+        ``synchronous=FULL`` (every connection's default here is NORMAL, ``db.engine``);
+        PostgreSQL makes every commit durable already."""
         # The pool's connection itself, without SQLAlchemy's Connection around it (its
         # set-up and shielded close cost more than a small statement).
         connection = await self._engine.raw_connection()
@@ -70,7 +75,9 @@ class Transactions:
             driver: Any = connection.driver_connection
             if self._sqlite:
                 # aiosqlite's own queue to its thread (SQLAlchemy's adapter uses it the same way).
-                result: T = await driver._execute(_run_sqlite, driver._conn, operation, write)
+                result: T = await driver._execute(
+                    _run_sqlite, driver._conn, operation, write, durable
+                )
                 return result
             try:
                 return await _run_asyncpg(driver, operation, write)
@@ -93,7 +100,15 @@ class Transactions:
         return await self.run(read(), write=False)
 
 
-def _run_sqlite(connection: sqlite3.Connection, operation: Operation[T], write: bool) -> T:
+def _run_sqlite(
+    connection: sqlite3.Connection, operation: Operation[T], write: bool, durable: bool = False
+) -> T:
+    if durable:
+        connection.execute("PRAGMA synchronous=FULL")
+        try:
+            return _run_sqlite(connection, operation, write)
+        finally:
+            connection.execute("PRAGMA synchronous=NORMAL")
     if write:
         # Take the write lock first: a deferred transaction that reads, then writes, can fail
         # to upgrade its lock where this one waits its turn (busy_timeout).

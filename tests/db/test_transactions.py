@@ -61,3 +61,30 @@ async def test_a_failing_transaction_keeps_nothing(database_url: str) -> None:
 
 def _create() -> Operation[None]:
     yield (_TABLE, ())
+
+
+def _synchronous(fail: bool = False) -> Operation[int]:
+    rows: Rows = yield ("PRAGMA synchronous", ())
+    if fail:
+        raise _Refused
+    level: int = rows[0][0]
+    return level
+
+
+_NORMAL, _FULL = 1, 2
+
+
+async def test_sqlite_commits_at_normal_and_a_durable_transaction_at_full(
+    sqlite_url: str,
+) -> None:
+    engine = create_engine(sqlite_url)
+    try:
+        transactions = Transactions(engine)
+        assert await transactions.run(_synchronous()) == _NORMAL
+        assert await transactions.run(_synchronous(), durable=True) == _FULL
+        with pytest.raises(_Refused):
+            await transactions.run(_synchronous(fail=True), durable=True)
+        # The pool hands out the same connection again, back at NORMAL however it ended.
+        assert [await transactions.run(_synchronous()) for _ in range(3)] == [_NORMAL] * 3
+    finally:
+        await engine.dispose()
