@@ -23,8 +23,9 @@ from chat_service.events import (
 from chat_service.policy_checks import PolicyChecks, result_message
 from chat_service.store import ConversationInfo
 from chat_service.tool_call_view import CallState, ToolCallView, draft
-from chat_service.tool_calls import Move, ToolCallStore
+from chat_service.tool_calls import Move, Proposal, ToolCallStore
 from db.base import utcnow
+from db.transactions import Operation
 from governance import Stage, ToolGovernance
 from llm_service.spans import span
 from llm_service.types import ToolCall
@@ -61,13 +62,18 @@ class ToolExecutor:
         calls: tuple[ToolCall, ...],
         round_number: int,
         budget: int,
+        *,
+        asked: Operation[TurnEvent] | None = None,
     ) -> AsyncIterator[TurnEvent | Stored]:
-        """Propose each call with its policy decision in one transaction (with, for a call
-        policy lets through, its start), then run the started ones concurrently.
+        """Propose each call with its policy decision (with, for a call policy lets through, its
+        start), all in one transaction, then run the started ones concurrently.
 
-        Calls beyond ``budget`` (the turn's remaining tool-call allowance) are denied.
+        ``asked``: the write of the model's message that asked for the calls, with its event,
+        done first in that transaction (``store.completing``): a stored message always has its
+        calls, and a round that fails before the proposals leaves no message behind. Calls
+        beyond ``budget`` (the turn's remaining tool-call allowance) are denied.
         """
-        started: list[ToolCallView] = []
+        proposals: list[Proposal] = []
         for index, call in enumerate(calls):
             proposal = draft(
                 conversation_id=conversation.id,
@@ -78,10 +84,13 @@ class ToolExecutor:
                 requested_by_key_id=conversation.api_key_id,
             )
             moves = await self._decide(conversation, proposal, call, index >= budget)
-            created, *_, decided = await self._calls.propose(
-                proposal, announce=ToolCallCreated, then=moves
-            )
-            # As stored: each event with the move it reports, in this order.
+            proposals.append(Proposal(proposal, ToolCallCreated, moves))
+        opened, proposed = await self._calls.propose(proposals, opening=asked)
+        # As stored: each event with the write it reports, in this order.
+        if opened is not None:
+            yield Stored(opened)
+        started: list[ToolCallView] = []
+        for created, *_, decided in proposed:
             yield Stored(ToolCallCreated(created))
             if decided.state is CallState.EXECUTING:
                 started.append(decided)

@@ -151,6 +151,15 @@ def _add_event(conversation_id: str, event: TurnEvent, now: datetime) -> Operati
     return event_id
 
 
+def completing(conversation_id: str, message: Message) -> Operation[MessageCompleted]:
+    """Adds the message and its ``message.completed`` event: for a transaction that must store
+    them with other writes (a tool round's proposals, ``ToolCallStore.propose``)."""
+    now = utcnow()
+    completed = MessageCompleted((yield from _add_message(conversation_id, message, now)))
+    yield from _add_event(conversation_id, completed, now)
+    return completed
+
+
 def _read_new_rows(conversation_id: str, history: _History) -> Operation[None]:
     """Adds the messages after the cached ones; all of them when a row hid behind the cursor."""
     after = history.last_id
@@ -272,17 +281,6 @@ class ConversationStore:
         history.current = True
         self._remember(self._histories, conversation_id, history)
         return begun
-
-    async def append_completed(self, conversation_id: str, message: Message) -> MessageCompleted:
-        """The message and its ``message.completed`` event, in one transaction."""
-
-        def append() -> Operation[MessageCompleted]:
-            now = utcnow()
-            completed = MessageCompleted((yield from _add_message(conversation_id, message, now)))
-            yield from _add_event(conversation_id, completed, now)
-            return completed
-
-        return await self._transactions.run(append())
 
     async def finish_turn(
         self,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -25,6 +25,7 @@ from db.base import utcnow
 from db.transactions import Operation, Statement, Transactions
 from llm_service.types import ToolResultMessage
 
+T = TypeVar("T")
 # Told of every state a call enters (for metrics).
 MoveObserver = Callable[[ToolCallView], None]
 
@@ -85,6 +86,16 @@ class Move:
     announce: Announce | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """A drafted call (``tool_call_view.draft``) to store, the event announcing it, and the
+    moves to make on it at once (those policy decided)."""
+
+    draft: ToolCallView
+    announce: Announce | None = None
+    then: Sequence[Move] = ()
+
+
 class ToolCallStore:
     """Tool-call rows, read and moved as plain SQL on the pool's driver connection
     (``db.transactions``): a move, its audit, its result message and its event are
@@ -97,46 +108,27 @@ class ToolCallStore:
         self._on_move = on_move
 
     async def propose(
-        self, proposal: ToolCallView, *, announce: Announce | None = None, then: Sequence[Move] = ()
-    ) -> list[ToolCallView]:
-        """Stores a drafted call (``tool_call_view.draft``) and makes the moves ``then`` on it,
-        all in one transaction: a call policy decides at once is proposed and decided in one
-        commit. Returns the call as proposed, then as each move left it (up to a move another
-        won, which ends the list)."""
-        arguments = proposal.arguments
+        self, proposals: Sequence[Proposal], *, opening: Operation[T] | None = None
+    ) -> tuple[T | None, list[list[ToolCallView]]]:
+        """Stores drafted calls (``tool_call_view.draft``), each with the moves policy decided
+        on it at once, after ``opening`` (e.g. the model's message that asked for the calls,
+        ``store.completing``), all in one transaction: a round's calls are proposed and decided,
+        with the message, in one commit, and never a message without its calls. Returns what
+        ``opening`` returned, and for each call the call as proposed, then as each move left it
+        (up to a move another won, which ends its list)."""
 
-        def propose() -> Operation[list[ToolCallView]]:
-            row = (
-                proposal.record_id,
-                proposal.conversation_id,
-                proposal.call_id,
-                proposal.round,
-                proposal.tool_name,
-                arguments,
-                arguments_hash(arguments),
-                CallState.PROPOSED.value,
-                proposal.requested_by_key_id,
-                False,
-                proposal.created_at,
-            )
-            views = [view_of((yield (sql.PROPOSE, row))[0])]
-            detail = {"arguments": arguments}
-            yield PendingAudit(
-                views[0], "proposed", proposal.requested_by_key_id, detail
-            ).statement()
-            if announce is not None:
-                yield _event(views[0], announce)
-            for move in then:
-                moved = yield from _moving(proposal.record_id, move)
-                if moved is None:
-                    break
-                views.append(moved)
-            return views
+        def propose() -> Operation[tuple[T | None, list[list[ToolCallView]]]]:
+            opened = None if opening is None else (yield from opening)
+            views = []
+            for proposal in proposals:
+                views.append((yield from _proposing(proposal)))
+            return opened, views
 
-        views = await self._transactions.run(propose())
-        for view in views:
-            self._moved(view)
-        return views
+        opened, views = await self._transactions.run(propose())
+        for call in views:
+            for view in call:
+                self._moved(view)
+        return opened, views
 
     def _moved(self, view: ToolCallView) -> ToolCallView:
         if self._on_move is not None:
@@ -217,6 +209,35 @@ class ToolCallStore:
         values = [state.value for state in states]
         rows = await self._transactions.read(sql.in_states(len(values)), *values, limit)
         return [view_of(row) for row in rows]
+
+
+def _proposing(proposal: Proposal) -> Operation[list[ToolCallView]]:
+    call = proposal.draft
+    arguments = call.arguments
+    row = (
+        call.record_id,
+        call.conversation_id,
+        call.call_id,
+        call.round,
+        call.tool_name,
+        arguments,
+        arguments_hash(arguments),
+        CallState.PROPOSED.value,
+        call.requested_by_key_id,
+        False,
+        call.created_at,
+    )
+    views = [view_of((yield (sql.PROPOSE, row))[0])]
+    detail = {"arguments": arguments}
+    yield PendingAudit(views[0], "proposed", call.requested_by_key_id, detail).statement()
+    if proposal.announce is not None:
+        yield _event(views[0], proposal.announce)
+    for move in proposal.then:
+        moved = yield from _moving(call.record_id, move)
+        if moved is None:
+            break
+        views.append(moved)
+    return views
 
 
 def _moving(record_id: str, move: Move) -> Operation[ToolCallView | None]:

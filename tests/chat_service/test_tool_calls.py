@@ -1,0 +1,90 @@
+"""A round's proposals and the model's message that asked for them are one transaction: they
+land together, in the order a follower reads them, or not at all."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import asyncpg
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from chat_service.events import MessageCompleted, ToolCallAwaitingApproval, ToolCallCreated
+from chat_service.store import ConversationStore, completing
+from chat_service.tool_call_view import CallState, ToolCallView, draft
+from chat_service.tool_calls import Move, Proposal, ToolCallStore
+from llm_service.types import AssistantMessage, ToolCall, UserMessage
+from tests.support.store import with_store
+
+ASKED = AssistantMessage(
+    None, tool_calls=(ToolCall("call_1", "get_time", {}), ToolCall("call_2", "transfer", {}))
+)
+
+
+def _draft(conversation_id: str, call: ToolCall) -> ToolCallView:
+    return draft(
+        conversation_id=conversation_id,
+        call_id=call.id,
+        round_number=0,
+        tool_name=call.name,
+        arguments=call.arguments,
+        requested_by_key_id=1,
+    )
+
+
+HOLD = Move(CallState.PROPOSED, CallState.AWAITING_APPROVAL, announce=ToolCallAwaitingApproval)
+
+
+def test_the_message_and_its_calls_are_stored_together_in_order(migrated: str) -> None:
+    async def use(
+        store: ConversationStore, sessions: async_sessionmaker[AsyncSession]
+    ) -> tuple[list[str], list[str], list[CallState]]:
+        conversation = await store.create(1, "mock", ["user"])
+        assert await store.begin_turn(conversation.id, ["user"], UserMessage("go"))
+        calls = ToolCallStore(sessions)
+        first, second = (_draft(conversation.id, call) for call in ASKED.tool_calls)
+        proposals = [Proposal(first, ToolCallCreated), Proposal(second, ToolCallCreated, [HOLD])]
+        opened, views = await calls.propose(proposals, opening=completing(conversation.id, ASKED))
+        assert isinstance(opened, MessageCompleted)
+        assert opened.message.message == ASKED
+        assert [[view.state for view in call] for call in views] == [
+            [CallState.PROPOSED],
+            [CallState.PROPOSED, CallState.AWAITING_APPROVAL],
+        ]
+        events = [event.type for _, event in await store.events(conversation.id, 0)]
+        roles = [stored.message.role for stored in await store.messages(conversation.id)]
+        stored = [call.state for call in await calls.for_conversation(conversation.id)]
+        return events, roles, stored
+
+    events, roles, stored = with_store(migrated, use)
+    assert events == [
+        "message.completed",  # the caller's
+        "message.completed",  # the model's, asking for the calls
+        "tool_call.created",
+        "tool_call.created",
+        "tool_call.awaiting_approval",
+    ]
+    assert roles == ["user", "assistant"]
+    assert stored == [CallState.PROPOSED, CallState.AWAITING_APPROVAL]
+
+
+def test_a_round_whose_proposals_fail_leaves_no_message_behind(migrated: str) -> None:
+    async def use(
+        store: ConversationStore, sessions: async_sessionmaker[AsyncSession]
+    ) -> tuple[list[str], list[str], list[ToolCallView]]:
+        conversation = await store.create(1, "mock", ["user"])
+        assert await store.begin_turn(conversation.id, ["user"], UserMessage("go"))
+        calls = ToolCallStore(sessions)
+        first = _draft(conversation.id, ASKED.tool_calls[0])
+        # The second proposal breaks the first's primary key: the transaction fails at its end.
+        proposals = [Proposal(first, ToolCallCreated), Proposal(first, ToolCallCreated)]
+        with pytest.raises((sqlite3.IntegrityError, asyncpg.UniqueViolationError)):
+            await calls.propose(proposals, opening=completing(conversation.id, ASKED))
+        events = [event.type for _, event in await store.events(conversation.id, 0)]
+        roles = [stored.message.role for stored in await store.messages(conversation.id)]
+        return events, roles, await calls.for_conversation(conversation.id)
+
+    events, roles, stored = with_store(migrated, use)
+    assert events == ["message.completed"]  # the caller's only
+    assert roles == ["user"]
+    assert stored == []
