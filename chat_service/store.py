@@ -46,7 +46,7 @@ from chat_service.messages import (
 )
 from db.base import utcnow
 from db.models import Conversation, ConversationEvent, ConversationMessage
-from db.transactions import Operation, Rows, Transactions, json_of, utc
+from db.transactions import Insert, Operation, Rows, Transactions, json_of, utc
 from llm_service.types import AssistantMessage, Message, SystemMessage
 
 
@@ -145,10 +145,8 @@ def _add_message(conversation_id: str, message: Message, now: datetime) -> Opera
     return StoredMessage(rows[0][0], message, now)
 
 
-def _add_event(conversation_id: str, event: TurnEvent, now: datetime) -> Operation[int]:
-    rows = yield (sql.ADD_EVENT, (conversation_id, event.type, event.data, now))
-    event_id: int = rows[0][0]
-    return event_id
+def _add_event(conversation_id: str, event: TurnEvent, now: datetime) -> Operation[None]:
+    yield Insert(sql.EVENT, (conversation_id, event.type, event.data, now))
 
 
 def completing(conversation_id: str, message: Message) -> Operation[MessageCompleted]:
@@ -342,8 +340,8 @@ class ConversationStore:
             )
             return [stored_message(row) for row in rows]
 
-    async def add_event(self, conversation_id: str, event: TurnEvent) -> int:
-        return await self._transactions.run(_add_event(conversation_id, event, utcnow()))
+    async def add_event(self, conversation_id: str, event: TurnEvent) -> None:
+        await self._transactions.run(_add_event(conversation_id, event, utcnow()))
 
     async def events(self, conversation_id: str, after_id: int) -> list[tuple[int, TurnEvent]]:
         async with self._sessions() as session:

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service import tool_call_sql as sql
 from chat_service.messages import message_json
-from chat_service.store_sql import ADD_EVENT, ADD_MESSAGE
+from chat_service.store_sql import EVENT, MESSAGE
 from chat_service.tool_call_view import (
     APPROVAL_MARKS,
     ApprovalMark,
@@ -22,7 +22,7 @@ from chat_service.tool_call_view import (
     view_of,
 )
 from db.base import utcnow
-from db.transactions import Operation, Statement, Transactions
+from db.transactions import Insert, Operation, Transactions
 from llm_service.types import ToolResultMessage
 
 T = TypeVar("T")
@@ -56,16 +56,19 @@ class PendingAudit:
     detail: dict[str, Any]
     at: datetime = field(default_factory=utcnow)
 
-    def statement(self) -> Statement:
+    def statement(self) -> Insert:
         call = self.call
-        return sql.AUDIT, (
-            self.at,
-            self.actor_key_id,
-            f"tool_call.{self.action}",
-            call.conversation_id,
-            call.record_id,
-            call.tool_name,
-            self.detail,
+        return Insert(
+            sql.AUDIT,
+            (
+                self.at,
+                self.actor_key_id,
+                f"tool_call.{self.action}",
+                call.conversation_id,
+                call.record_id,
+                call.tool_name,
+                self.detail,
+            ),
         )
 
 
@@ -258,13 +261,14 @@ def _moving(record_id: str, move: Move) -> Operation[ToolCallView | None]:
     return view
 
 
-def _event(view: ToolCallView, announce: Announce) -> Statement:
+def _event(view: ToolCallView, announce: Announce) -> Insert:
     event = announce(view)
-    return ADD_EVENT, (view.conversation_id, event.type, event.data, utcnow())
+    return Insert(EVENT, (view.conversation_id, event.type, event.data, utcnow()))
 
 
-def _message(conversation_id: str, message: ToolResultMessage) -> Statement:
-    return ADD_MESSAGE, (conversation_id, message.role, message_json(message), False, utcnow())
+def _message(conversation_id: str, message: ToolResultMessage) -> Insert:
+    row = (conversation_id, message.role, message_json(message), False, utcnow())
+    return Insert(MESSAGE, row)
 
 
 def _jsonable(value: Any) -> Any:
