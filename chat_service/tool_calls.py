@@ -19,6 +19,7 @@ from chat_service.tool_call_view import (
     CallState,
     ToolCallView,
     arguments_hash,
+    moved,
     view_of,
 )
 from db.base import utcnow
@@ -215,31 +216,43 @@ class ToolCallStore:
 
 
 def _proposing(proposal: Proposal) -> Operation[list[ToolCallView]]:
+    """The call stored as its moves leave it, in one insert (their compare-and-sets cannot lose
+    on a row no other transaction sees yet), with each step's audit, result message and event
+    as the proposal and the moves one by one would write them."""
     call = proposal.draft
+    views = [call]  # as its row reads once stored (``draft``)
+    changes: dict[str, Any] = {}
+    for move in proposal.then:
+        if move.expected is not views[-1].state:
+            raise ValueError(f"a move from {move.expected} cannot follow {views[-1].state}")
+        views.append(moved(views[-1], move.new, move.changes))
+        changes.update(move.changes)
     arguments = call.arguments
-    row = (
-        call.record_id,
-        call.conversation_id,
-        call.call_id,
-        call.round,
-        call.tool_name,
-        arguments,
-        arguments_hash(arguments),
-        CallState.PROPOSED.value,
-        call.requested_by_key_id,
-        False,
-        call.created_at,
-    )
-    views = [view_of((yield (sql.PROPOSE, row))[0])]
+    row = {
+        "id": call.record_id,
+        "conversation_id": call.conversation_id,
+        "call_id": call.call_id,
+        "round": call.round,
+        "tool_name": call.tool_name,
+        "arguments": arguments,
+        "arguments_hash": arguments_hash(arguments),
+        "state": views[-1].state.value,
+        "requested_by_key_id": call.requested_by_key_id,
+        "approvals_required": call.approvals_required,
+        "approval_count": 0,
+        "result_is_error": call.result_is_error,
+        "created_at": call.created_at,
+        **changes,
+    }
+    views[-1] = view_of((yield (sql.propose(tuple(row)), tuple(row.values())))[0])
     detail = {"arguments": arguments}
     yield PendingAudit(views[0], "proposed", call.requested_by_key_id, detail).statement()
     if proposal.announce is not None:
         yield _event(views[0], proposal.announce)
-    for move in proposal.then:
-        moved = yield from _moving(call.record_id, move)
-        if moved is None:
-            break
-        views.append(moved)
+    for move, view in zip(proposal.then, views[1:], strict=True):
+        if move.prior is not None:
+            yield move.prior.statement()
+        yield from _written(view, move)
     return views
 
 
@@ -252,13 +265,18 @@ def _moving(record_id: str, move: Move) -> Operation[ToolCallView | None]:
     if not rows:
         return None
     view = view_of(rows[0])
+    yield from _written(view, move)
+    return view
+
+
+def _written(view: ToolCallView, move: Move) -> Operation[None]:
+    """What a move writes besides the row, ``view`` being the call as it left it."""
     if move.result_message is not None:
         yield _message(view.conversation_id, move.result_message)
-    detail = {k: _jsonable(v) for k, v in values.items()}
+    detail = {k: _jsonable(v) for k, v in move.changes.items()}
     yield PendingAudit(view, move.new.value, move.actor_key_id, detail).statement()
     if move.announce is not None:
         yield _event(view, move.announce)
-    return view
 
 
 def _event(view: ToolCallView, announce: Announce) -> Insert:

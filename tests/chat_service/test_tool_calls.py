@@ -4,15 +4,24 @@ land together, in the order a follower reads them, or not at all."""
 from __future__ import annotations
 
 import sqlite3
+from datetime import UTC, datetime
+from typing import Any
 
 import asyncpg
 import pytest
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from chat_service.events import MessageCompleted, ToolCallAwaitingApproval, ToolCallCreated
+from chat_service.events import (
+    MessageCompleted,
+    ToolCallAwaitingApproval,
+    ToolCallCreated,
+    ToolCallStarted,
+)
 from chat_service.store import ConversationStore, completing
 from chat_service.tool_call_view import CallState, ToolCallView, draft
 from chat_service.tool_calls import Move, Proposal, ToolCallStore
+from db.models import AuditEvent
 from llm_service.types import AssistantMessage, ToolCall, UserMessage
 from tests.support.store import with_store
 
@@ -32,6 +41,7 @@ def _draft(conversation_id: str, call: ToolCall) -> ToolCallView:
     )
 
 
+STARTED = datetime(2026, 11, 27, 12, 0, 0, 123456, tzinfo=UTC)
 HOLD = Move(CallState.PROPOSED, CallState.AWAITING_APPROVAL, announce=ToolCallAwaitingApproval)
 
 
@@ -66,6 +76,72 @@ def test_the_message_and_its_calls_are_stored_together_in_order(migrated: str) -
     ]
     assert roles == ["user", "assistant"]
     assert stored == [CallState.PROPOSED, CallState.AWAITING_APPROVAL]
+
+
+def test_a_call_proposed_and_moved_at_once_reads_as_moved_one_by_one(migrated: str) -> None:
+    # The moves policy decides at once are stored with the proposal in one insert: what it
+    # returns, announces and audits is what the proposal and each move would have.
+    async def use(
+        store: ConversationStore, sessions: async_sessionmaker[AsyncSession]
+    ) -> tuple[list[ToolCallView], list[tuple[str, dict[str, Any]]], list[str], ToolCallView]:
+        conversation = await store.create(1, "mock", ["user"])
+        calls = ToolCallStore(sessions)
+        proposal = _draft(conversation.id, ASKED.tool_calls[0])
+        moves = [
+            Move(CallState.PROPOSED, CallState.APPROVED, {"server": "local"}),
+            Move(
+                CallState.APPROVED,
+                CallState.EXECUTING,
+                {"started_at": STARTED},
+                announce=ToolCallStarted,
+            ),
+        ]
+        _, [views] = await calls.propose([Proposal(proposal, ToolCallCreated, moves)])
+        stored = await calls.get(proposal.record_id)
+        assert stored is not None
+        events = [(event.type, event.data) for _, event in await store.events(conversation.id, 0)]
+        actions = await _audited(sessions, proposal.record_id)
+        return views, events, actions, stored
+
+    views, events, actions, stored = with_store(migrated, use)
+    proposed, approved, executing = views
+    assert (proposed.state, proposed.server) == (CallState.PROPOSED, None)
+    assert (approved.state, approved.server) == (CallState.APPROVED, "local")
+    assert executing == stored
+    assert (stored.state, stored.server, stored.started_at) == (
+        CallState.EXECUTING,
+        "local",
+        STARTED,
+    )
+    assert events == [
+        ("tool_call.created", ToolCallCreated(proposed).data),
+        ("tool_call.started", ToolCallStarted(stored).data),
+    ]
+    assert actions == ["tool_call.proposed", "tool_call.approved", "tool_call.executing"]
+
+
+def test_a_proposal_reads_back_as_drafted(migrated: str) -> None:
+    async def use(
+        store: ConversationStore, sessions: async_sessionmaker[AsyncSession]
+    ) -> tuple[ToolCallView, ToolCallView | None]:
+        conversation = await store.create(1, "mock", ["user"])
+        calls = ToolCallStore(sessions)
+        proposal = _draft(conversation.id, ToolCall("call_1", "get_time", {"zone": "UTC"}))
+        await calls.propose([Proposal(proposal)])
+        return proposal, await calls.get(proposal.record_id)
+
+    proposal, stored = with_store(migrated, use)
+    assert stored == proposal
+
+
+async def _audited(sessions: async_sessionmaker[AsyncSession], record_id: str) -> list[str]:
+    async with sessions() as session:
+        rows = await session.scalars(
+            select(AuditEvent.action)
+            .where(AuditEvent.tool_call_id == record_id)
+            .order_by(AuditEvent.id)
+        )
+        return list(rows)
 
 
 def test_a_round_whose_proposals_fail_leaves_no_message_behind(migrated: str) -> None:
