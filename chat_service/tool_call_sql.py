@@ -67,15 +67,13 @@ PROPOSED = frozenset(
 
 @cache
 def propose(columns: tuple[str, ...]) -> str:
-    """The insert of a proposed call (as its moves leave it), setting ``columns``, in order."""
+    """The insert of a proposed call (as its moves leave it), setting ``columns``, in order: a
+    ``db.transactions.Insert``, nothing read back."""
     unknown = set(columns) - PROPOSED - SETTABLE
     if unknown:
         raise ValueError(f"a proposal cannot set {sorted(unknown)}")
     marks = ", ".join("?" * len(columns))
-    return (
-        f"INSERT INTO tool_calls ({', '.join(columns)}) VALUES ({marks}) "  # noqa: S608
-        f"RETURNING {VIEW_COLUMNS}"
-    )
+    return f"INSERT INTO tool_calls ({', '.join(columns)}) VALUES ({marks})"  # noqa: S608
 
 
 @cache

@@ -218,9 +218,10 @@ class ToolCallStore:
 def _proposing(proposal: Proposal) -> Operation[list[ToolCallView]]:
     """The call stored as its moves leave it, in one insert (their compare-and-sets cannot lose
     on a row no other transaction sees yet), with each step's audit, result message and event
-    as the proposal and the moves one by one would write them."""
+    as the proposal and the moves one by one would write them. Nothing is read back: the call
+    reads as drafted (``draft``), then as each move leaves it (``moved``)."""
     call = proposal.draft
-    views = [call]  # as its row reads once stored (``draft``)
+    views = [call]
     changes: dict[str, Any] = {}
     for move in proposal.then:
         if move.expected is not views[-1].state:
@@ -244,7 +245,7 @@ def _proposing(proposal: Proposal) -> Operation[list[ToolCallView]]:
         "created_at": call.created_at,
         **changes,
     }
-    views[-1] = view_of((yield (sql.propose(tuple(row)), tuple(row.values())))[0])
+    yield Insert(sql.propose(tuple(row)), tuple(row.values()))
     detail = {"arguments": arguments}
     yield PendingAudit(views[0], "proposed", call.requested_by_key_id, detail).statement()
     if proposal.announce is not None:
