@@ -1,5 +1,6 @@
-"""Tool-call rows and their state machine (``chat_service.tool_call_view``). Every move is a
-compare-and-set in the database."""
+"""Tool-call rows and their state machine (``chat_service.tool_call_view``). Every move after a
+call's proposal is a compare-and-set in the database; those decided at the proposal are stored
+with it."""
 
 from __future__ import annotations
 
