@@ -120,7 +120,7 @@ class ToolCallStore:
         ``store.completing``), all in one transaction: a round's calls are proposed and decided,
         with the message, in one commit, and never a message without its calls. Returns what
         ``opening`` returned, and for each call the call as proposed, then as each move left it
-        (up to a move another won, which ends its list)."""
+        (the moves must follow one another: none can lose on a row no one else sees yet)."""
 
         def propose() -> Operation[tuple[T | None, list[list[ToolCallView]]]]:
             opened = None if opening is None else (yield from opening)
