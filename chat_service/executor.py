@@ -23,9 +23,10 @@ from chat_service.events import (
 from chat_service.policy_checks import PolicyChecks, result_message
 from chat_service.store import ConversationInfo
 from chat_service.tool_call_view import CallState, ToolCallView, draft
-from chat_service.tool_calls import Move, ToolCallStore
+from chat_service.tool_calls import Move, Proposal, ToolCallStore
 from db.base import utcnow
-from governance import Stage, ToolGovernance
+from db.transactions import Operation
+from governance import KeyState, Stage, ToolGovernance
 from llm_service.spans import span
 from llm_service.types import ToolCall
 from mcp_client.hooks import CallHooks
@@ -61,13 +62,20 @@ class ToolExecutor:
         calls: tuple[ToolCall, ...],
         round_number: int,
         budget: int,
+        *,
+        asked: Operation[TurnEvent] | None = None,
     ) -> AsyncIterator[TurnEvent | Stored]:
-        """Propose each call with its policy decision in one transaction (with, for a call
-        policy lets through, its start), then run the started ones concurrently.
+        """Propose each call with its policy decision (with, for a call policy lets through, its
+        start), all in one transaction, then run the started ones concurrently.
 
-        Calls beyond ``budget`` (the turn's remaining tool-call allowance) are denied.
+        ``asked``: the write of the model's message that asked for the calls, with its event,
+        done first in that transaction (``store.completing``): a stored message always has its
+        calls, and a round that fails before the proposals leaves no message behind. Calls
+        beyond ``budget`` (the turn's remaining tool-call allowance) are denied.
         """
-        started: list[ToolCallView] = []
+        # Read once: the round's calls are judged (proposed, and started) at the same moment.
+        key = await self._tools.key_state(conversation.api_key_id)
+        proposals: list[Proposal] = []
         for index, call in enumerate(calls):
             proposal = draft(
                 conversation_id=conversation.id,
@@ -77,11 +85,14 @@ class ToolExecutor:
                 arguments=call.arguments,
                 requested_by_key_id=conversation.api_key_id,
             )
-            moves = await self._decide(conversation, proposal, call, index >= budget)
-            created, *_, decided = await self._calls.propose(
-                proposal, announce=ToolCallCreated, then=moves
-            )
-            # As stored: each event with the move it reports, in this order.
+            moves = await self._decide(conversation, proposal, call, index >= budget, key)
+            proposals.append(Proposal(proposal, ToolCallCreated, moves))
+        opened, proposed = await self._calls.propose(proposals, opening=asked)
+        # As stored: each event with the write it reports, in this order.
+        if opened is not None:
+            yield Stored(opened)
+        started: list[ToolCallView] = []
+        for created, *_, decided in proposed:
             yield Stored(ToolCallCreated(created))
             if decided.state is CallState.EXECUTING:
                 started.append(decided)
@@ -99,6 +110,7 @@ class ToolExecutor:
         proposal: ToolCallView,
         call: ToolCall,
         over_budget: bool,
+        key: KeyState | None,
     ) -> list[Move]:
         """The moves policy decides for a proposed call: denied, held for approval, or approved
         and started (checked again as any approved call is before it runs)."""
@@ -110,7 +122,7 @@ class ToolExecutor:
                 )
             ]
         verdict, checked = await self._checks.judge(
-            proposal, Stage.PROPOSE, call=call, roles=conversation.roles
+            proposal, Stage.PROPOSE, call=call, roles=conversation.roles, key=key
         )
         tool = verdict.tool
         if verdict.reason is not None or tool is None:
@@ -145,13 +157,14 @@ class ToolExecutor:
             definition_hash=tool.definition_hash,
             server=tool.server,
         )
-        return [approve, await self._start(approved)]
+        return [approve, await self._start(approved, key)]
 
-    async def _start(self, call: ToolCallView) -> Move:
+    async def _start(self, call: ToolCallView, key: KeyState | None = None) -> Move:
         """The move to `executing` of an approved call, decided again at the last moment: a
         key revoked, a role narrowed, a tool disabled or changed since the approval stops the
-        call here (the move ends it `denied_by_policy` instead)."""
-        verdict, checked = await self._checks.judge(call, Stage.EXECUTE)
+        call here (the move ends it `denied_by_policy` instead). ``key``: the requester's key
+        as read for the proposal the call starts with (else it is read now)."""
+        verdict, checked = await self._checks.judge(call, Stage.EXECUTE, key=key)
         if not verdict.allowed:
             reason = verdict.reason or ""
             return self._checks.denial(

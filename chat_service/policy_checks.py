@@ -12,7 +12,7 @@ from datetime import datetime
 
 from chat_service.tool_call_view import CallState, ToolCallView
 from chat_service.tool_calls import Announce, Move, PendingAudit, ToolCallStore
-from governance import Stage, ToolGovernance, Verdict
+from governance import KeyState, Stage, ToolGovernance, Verdict
 from llm_service.types import ToolCall, ToolResultMessage
 
 
@@ -53,13 +53,20 @@ class PolicyChecks:
         call: ToolCall | None = None,
         roles: Iterable[str] | None = None,
         actor_key_id: int | None = None,
+        key: KeyState | None = None,
     ) -> tuple[Verdict, PendingAudit]:
         """``check`` whose audit the caller writes with the move the verdict leads to
-        (``ToolCallStore.move(prior=...)``): the check is audited, in one commit less."""
+        (``ToolCallStore.move(prior=...)``): the check is audited, in one commit less.
+        ``key``: the requester's key as just read (``ToolGovernance.decide``)."""
         asked = call or ToolCall(view.call_id, view.tool_name, view.arguments)
         proposed = None if stage is Stage.PROPOSE else view.definition_hash or ""
         verdict = await self._tools.decide(
-            asked, view.requested_by_key_id, roles, proposed_hash=proposed, server=view.server
+            asked,
+            view.requested_by_key_id,
+            roles,
+            proposed_hash=proposed,
+            server=view.server,
+            key=key,
         )
         return verdict, PendingAudit(view, "policy_checked", actor_key_id, verdict.as_audit(stage))
 

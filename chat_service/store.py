@@ -46,7 +46,7 @@ from chat_service.messages import (
 )
 from db.base import utcnow
 from db.models import Conversation, ConversationEvent, ConversationMessage
-from db.transactions import Operation, Rows, Transactions, json_of, utc
+from db.transactions import Insert, Operation, Rows, Transactions, json_of, utc
 from llm_service.types import AssistantMessage, Message, SystemMessage
 
 
@@ -145,10 +145,17 @@ def _add_message(conversation_id: str, message: Message, now: datetime) -> Opera
     return StoredMessage(rows[0][0], message, now)
 
 
-def _add_event(conversation_id: str, event: TurnEvent, now: datetime) -> Operation[int]:
-    rows = yield (sql.ADD_EVENT, (conversation_id, event.type, event.data, now))
-    event_id: int = rows[0][0]
-    return event_id
+def _add_event(conversation_id: str, event: TurnEvent, now: datetime) -> Operation[None]:
+    yield Insert(sql.EVENT, (conversation_id, event.type, event.data, now))
+
+
+def completing(conversation_id: str, message: Message) -> Operation[MessageCompleted]:
+    """Adds the message and its ``message.completed`` event: for a transaction that must store
+    them with other writes (a tool round's proposals, ``ToolCallStore.propose``)."""
+    now = utcnow()
+    completed = MessageCompleted((yield from _add_message(conversation_id, message, now)))
+    yield from _add_event(conversation_id, completed, now)
+    return completed
 
 
 def _read_new_rows(conversation_id: str, history: _History) -> Operation[None]:
@@ -273,17 +280,6 @@ class ConversationStore:
         self._remember(self._histories, conversation_id, history)
         return begun
 
-    async def append_completed(self, conversation_id: str, message: Message) -> MessageCompleted:
-        """The message and its ``message.completed`` event, in one transaction."""
-
-        def append() -> Operation[MessageCompleted]:
-            now = utcnow()
-            completed = MessageCompleted((yield from _add_message(conversation_id, message, now)))
-            yield from _add_event(conversation_id, completed, now)
-            return completed
-
-        return await self._transactions.run(append())
-
     async def finish_turn(
         self,
         conversation_id: str,
@@ -344,8 +340,8 @@ class ConversationStore:
             )
             return [stored_message(row) for row in rows]
 
-    async def add_event(self, conversation_id: str, event: TurnEvent) -> int:
-        return await self._transactions.run(_add_event(conversation_id, event, utcnow()))
+    async def add_event(self, conversation_id: str, event: TurnEvent) -> None:
+        await self._transactions.run(_add_event(conversation_id, event, utcnow()))
 
     async def events(self, conversation_id: str, after_id: int) -> list[tuple[int, TurnEvent]]:
         async with self._sessions() as session:

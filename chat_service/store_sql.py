@@ -36,13 +36,14 @@ MOVES = {
     ),
 }
 STATUS = "SELECT status FROM conversations WHERE id = ?"
-ADD_MESSAGE = (
+MESSAGE = (
     "INSERT INTO conversation_messages (conversation_id, role, message, is_error, created_at) "
-    "VALUES (?, ?, ?, ?, ?) RETURNING id"
+    "VALUES (?, ?, ?, ?, ?)"
 )
-ADD_EVENT = (
-    "INSERT INTO conversation_events (conversation_id, type, data, created_at) "
-    "VALUES (?, ?, ?, ?) RETURNING id"
+ADD_MESSAGE = f"{MESSAGE} RETURNING id"
+# Written as a ``db.transactions.Insert``: nothing reads an event's id back.
+EVENT = (
+    "INSERT INTO conversation_events (conversation_id, type, data, created_at) VALUES (?, ?, ?, ?)"
 )
 # The rows after the cursor, and how many rows are at or before it: one statement, one
 # snapshot, and always one row (the count) even when nothing is new.

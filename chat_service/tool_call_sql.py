@@ -20,12 +20,6 @@ GET = f"{SELECT} WHERE id = ?"
 FOR_CONVERSATION = f"{SELECT} WHERE conversation_id = ? ORDER BY created_at"
 IN_STATES = f"{SELECT} WHERE state IN ({{marks}}) ORDER BY created_at LIMIT ?"
 COUNT = "SELECT count(*) FROM tool_calls WHERE state = ?"
-_INSERT = (
-    "INSERT INTO tool_calls (id, conversation_id, call_id, round, tool_name, arguments, "
-    "arguments_hash, state, requested_by_key_id, approvals_required, approval_count, "
-    "result_is_error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?)"
-)
-PROPOSE = f"{_INSERT} RETURNING {VIEW_COLUMNS}"
 AUDIT = (
     "INSERT INTO audit_events (created_at, actor_key_id, action, conversation_id, tool_call_id, "
     "tool_name, detail) VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -50,6 +44,36 @@ SETTABLE = frozenset(
         "finished_at",
     }
 )
+
+
+# What a proposal sets besides what its moves may.
+PROPOSED = frozenset(
+    {
+        "id",
+        "conversation_id",
+        "call_id",
+        "round",
+        "tool_name",
+        "arguments",
+        "arguments_hash",
+        "state",
+        "requested_by_key_id",
+        "approval_count",
+        "result_is_error",
+        "created_at",
+    }
+)
+
+
+@cache
+def propose(columns: tuple[str, ...]) -> str:
+    """The insert of a proposed call (as its moves leave it), setting ``columns``, in order: a
+    ``db.transactions.Insert``, nothing read back."""
+    unknown = set(columns) - PROPOSED - SETTABLE
+    if unknown:
+        raise ValueError(f"a proposal cannot set {sorted(unknown)}")
+    marks = ", ".join("?" * len(columns))
+    return f"INSERT INTO tool_calls ({', '.join(columns)}) VALUES ({marks})"  # noqa: S608
 
 
 @cache

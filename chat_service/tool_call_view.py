@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -143,6 +143,18 @@ def view_of(row: Sequence[Any]) -> ToolCallView:
         approvals_required=row[20],
         approvals=APPROVAL_MARKS.validate_python(json_of(row[21]) or []),
     )
+
+
+def moved(view: ToolCallView, new: CallState, changes: Mapping[str, Any]) -> ToolCallView:
+    """The call as a move to ``new`` setting ``changes`` (``tool_calls.Move``) leaves its row,
+    read back: for a move whose compare-and-set cannot lose (on a call being proposed)."""
+    fields: dict[str, Any] = {"state": new}
+    for column, value in changes.items():
+        if column == "approvals":
+            fields[column] = APPROVAL_MARKS.validate_python(value)
+        elif column != "approval_count":  # the view has the approvals themselves
+            fields[column] = value
+    return replace(view, **fields)
 
 
 def _time(value: Any) -> datetime | None:

@@ -1,30 +1,33 @@
-"""Tool-call rows and their state machine (``chat_service.tool_call_view``). Every move is a
-compare-and-set in the database."""
+"""Tool-call rows and their state machine (``chat_service.tool_call_view``). Every move after a
+call's proposal is a compare-and-set in the database; those decided at the proposal are stored
+with it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service import tool_call_sql as sql
 from chat_service.messages import message_json
-from chat_service.store_sql import ADD_EVENT, ADD_MESSAGE
+from chat_service.store_sql import EVENT, MESSAGE
 from chat_service.tool_call_view import (
     APPROVAL_MARKS,
     ApprovalMark,
     CallState,
     ToolCallView,
     arguments_hash,
+    moved,
     view_of,
 )
 from db.base import utcnow
-from db.transactions import Operation, Statement, Transactions
+from db.transactions import Insert, Operation, Transactions
 from llm_service.types import ToolResultMessage
 
+T = TypeVar("T")
 # Told of every state a call enters (for metrics).
 MoveObserver = Callable[[ToolCallView], None]
 
@@ -55,16 +58,19 @@ class PendingAudit:
     detail: dict[str, Any]
     at: datetime = field(default_factory=utcnow)
 
-    def statement(self) -> Statement:
+    def statement(self) -> Insert:
         call = self.call
-        return sql.AUDIT, (
-            self.at,
-            self.actor_key_id,
-            f"tool_call.{self.action}",
-            call.conversation_id,
-            call.record_id,
-            call.tool_name,
-            self.detail,
+        return Insert(
+            sql.AUDIT,
+            (
+                self.at,
+                self.actor_key_id,
+                f"tool_call.{self.action}",
+                call.conversation_id,
+                call.record_id,
+                call.tool_name,
+                self.detail,
+            ),
         )
 
 
@@ -85,6 +91,16 @@ class Move:
     announce: Announce | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """A drafted call (``tool_call_view.draft``) to store, the event announcing it, and the
+    moves to make on it at once (those policy decided)."""
+
+    draft: ToolCallView
+    announce: Announce | None = None
+    then: Sequence[Move] = ()
+
+
 class ToolCallStore:
     """Tool-call rows, read and moved as plain SQL on the pool's driver connection
     (``db.transactions``): a move, its audit, its result message and its event are
@@ -97,46 +113,28 @@ class ToolCallStore:
         self._on_move = on_move
 
     async def propose(
-        self, proposal: ToolCallView, *, announce: Announce | None = None, then: Sequence[Move] = ()
-    ) -> list[ToolCallView]:
-        """Stores a drafted call (``tool_call_view.draft``) and makes the moves ``then`` on it,
-        all in one transaction: a call policy decides at once is proposed and decided in one
-        commit. Returns the call as proposed, then as each move left it (up to a move another
-        won, which ends the list)."""
-        arguments = proposal.arguments
+        self, proposals: Sequence[Proposal], *, opening: Operation[T] | None = None
+    ) -> tuple[T | None, list[list[ToolCallView]]]:
+        """Stores drafted calls (``tool_call_view.draft``), each with the moves policy decided
+        on it at once, after ``opening`` (e.g. the model's message that asked for the calls,
+        ``store.completing``), all in one transaction: a round's calls are proposed and decided,
+        with the message, in one commit, and never a message without its calls. Returns what
+        ``opening`` returned, and for each call the call as proposed, then as each move left it
+        (the moves must follow one another: none can lose on a row no one else sees yet)."""
 
-        def propose() -> Operation[list[ToolCallView]]:
-            row = (
-                proposal.record_id,
-                proposal.conversation_id,
-                proposal.call_id,
-                proposal.round,
-                proposal.tool_name,
-                arguments,
-                arguments_hash(arguments),
-                CallState.PROPOSED.value,
-                proposal.requested_by_key_id,
-                False,
-                proposal.created_at,
-            )
-            views = [view_of((yield (sql.PROPOSE, row))[0])]
-            detail = {"arguments": arguments}
-            yield PendingAudit(
-                views[0], "proposed", proposal.requested_by_key_id, detail
-            ).statement()
-            if announce is not None:
-                yield _event(views[0], announce)
-            for move in then:
-                moved = yield from _moving(proposal.record_id, move)
-                if moved is None:
-                    break
-                views.append(moved)
-            return views
+        def propose() -> Operation[tuple[T | None, list[list[ToolCallView]]]]:
+            opened = None if opening is None else (yield from opening)
+            views = []
+            for proposal in proposals:
+                views.append((yield from _proposing(proposal)))
+            return opened, views
 
-        views = await self._transactions.run(propose(), durable=_starts(then))
-        for view in views:
-            self._moved(view)
-        return views
+        starts = any(_starts(proposal.then) for proposal in proposals)
+        opened, views = await self._transactions.run(propose(), durable=starts)
+        for call in views:
+            for view in call:
+                self._moved(view)
+        return opened, views
 
     def _moved(self, view: ToolCallView) -> ToolCallView:
         if self._on_move is not None:
@@ -219,6 +217,48 @@ class ToolCallStore:
         return [view_of(row) for row in rows]
 
 
+def _proposing(proposal: Proposal) -> Operation[list[ToolCallView]]:
+    """The call stored as its moves leave it, in one insert (their compare-and-sets cannot lose
+    on a row no other transaction sees yet), with each step's audit, result message and event
+    as the proposal and the moves one by one would write them. Nothing is read back: the call
+    reads as drafted (``draft``), then as each move leaves it (``moved``)."""
+    call = proposal.draft
+    views = [call]
+    changes: dict[str, Any] = {}
+    for move in proposal.then:
+        if move.expected is not views[-1].state:
+            raise ValueError(f"a move from {move.expected} cannot follow {views[-1].state}")
+        views.append(moved(views[-1], move.new, move.changes))
+        changes.update(move.changes)
+    arguments = call.arguments
+    row = {
+        "id": call.record_id,
+        "conversation_id": call.conversation_id,
+        "call_id": call.call_id,
+        "round": call.round,
+        "tool_name": call.tool_name,
+        "arguments": arguments,
+        "arguments_hash": arguments_hash(arguments),
+        "state": views[-1].state.value,
+        "requested_by_key_id": call.requested_by_key_id,
+        "approvals_required": call.approvals_required,
+        "approval_count": 0,
+        "result_is_error": call.result_is_error,
+        "created_at": call.created_at,
+        **changes,
+    }
+    yield Insert(sql.propose(tuple(row)), tuple(row.values()))
+    detail = {"arguments": arguments}
+    yield PendingAudit(views[0], "proposed", call.requested_by_key_id, detail).statement()
+    if proposal.announce is not None:
+        yield _event(views[0], proposal.announce)
+    for move, view in zip(proposal.then, views[1:], strict=True):
+        if move.prior is not None:
+            yield move.prior.statement()
+        yield from _written(view, move)
+    return views
+
+
 def _moving(record_id: str, move: Move) -> Operation[ToolCallView | None]:
     if move.prior is not None:
         yield move.prior.statement()
@@ -228,22 +268,28 @@ def _moving(record_id: str, move: Move) -> Operation[ToolCallView | None]:
     if not rows:
         return None
     view = view_of(rows[0])
-    if move.result_message is not None:
-        yield _message(view.conversation_id, move.result_message)
-    detail = {k: _jsonable(v) for k, v in values.items()}
-    yield PendingAudit(view, move.new.value, move.actor_key_id, detail).statement()
-    if move.announce is not None:
-        yield _event(view, move.announce)
+    yield from _written(view, move)
     return view
 
 
-def _event(view: ToolCallView, announce: Announce) -> Statement:
+def _written(view: ToolCallView, move: Move) -> Operation[None]:
+    """What a move writes besides the row, ``view`` being the call as it left it."""
+    if move.result_message is not None:
+        yield _message(view.conversation_id, move.result_message)
+    detail = {k: _jsonable(v) for k, v in move.changes.items()}
+    yield PendingAudit(view, move.new.value, move.actor_key_id, detail).statement()
+    if move.announce is not None:
+        yield _event(view, move.announce)
+
+
+def _event(view: ToolCallView, announce: Announce) -> Insert:
     event = announce(view)
-    return ADD_EVENT, (view.conversation_id, event.type, event.data, utcnow())
+    return Insert(EVENT, (view.conversation_id, event.type, event.data, utcnow()))
 
 
-def _message(conversation_id: str, message: ToolResultMessage) -> Statement:
-    return ADD_MESSAGE, (conversation_id, message.role, message_json(message), False, utcnow())
+def _message(conversation_id: str, message: ToolResultMessage) -> Insert:
+    row = (conversation_id, message.role, message_json(message), False, utcnow())
+    return Insert(MESSAGE, row)
 
 
 def _jsonable(value: Any) -> Any:

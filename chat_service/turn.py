@@ -19,7 +19,12 @@ from chat_service.events import (
     TurnStatus,
 )
 from chat_service.executor import ToolExecutor
-from chat_service.store import ConversationInfo, ConversationStatus, ConversationStore
+from chat_service.store import (
+    ConversationInfo,
+    ConversationStatus,
+    ConversationStore,
+    completing,
+)
 from chat_service.tool_call_view import SETTLED, CallState
 from chat_service.tool_calls import ToolCallStore
 from governance import ToolGovernance
@@ -187,8 +192,9 @@ class TurnRunner:
     ) -> AsyncIterator[TurnEvent]:
         """The round's calls run (or held); another model call follows once all are settled."""
         settled: set[str] = set()
+        asked = completing(conversation.id, answer)
         async for reported in self._executor.run_round(
-            conversation, answer.tool_calls, round_number, budget
+            conversation, answer.tool_calls, round_number, budget, asked=asked
         ):
             event = await self._durable(conversation.id, reported)
             if isinstance(event, ToolCallCompleted) and event.tool_call.state in SETTLED:
@@ -227,10 +233,8 @@ class TurnRunner:
             elif isinstance(event, StreamDone):
                 if self._observe is not None:
                     await self._observe(conversation, event.response, perf_counter() - started)
-                answer = event.response.message
-                if answer.tool_calls:  # an answer without calls is stored as the turn ends
-                    yield await self._store.append_completed(conversation.id, answer)
-                yield answer
+                # Stored with the turn's end, or (asking for tools) with the round's proposals.
+                yield event.response.message
 
     async def _durable(self, conversation_id: str, event: TurnEvent | Stored) -> TurnEvent:
         if isinstance(event, Stored):  # written with the move it reports

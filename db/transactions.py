@@ -10,6 +10,12 @@ sent each statement's rows back: written once, it runs as a single call in aiosq
 thread on SQLite (one hand-off for the whole transaction), and statement by statement over
 asyncpg on PostgreSQL. Connections still come from (and return to) the engine's pool.
 
+A row nothing in its transaction reads back (an audit row, an event, a tool result) is yielded
+as an ``Insert``: it is sent no rows at once and written as the transaction ends, with the other
+such rows of the same statement as one multi-row insert. On PostgreSQL, where each statement is a
+round trip, all of them are one statement (joined by ``WITH``), and an operation that only
+inserts so runs as that single statement, without ``BEGIN`` and ``COMMIT``.
+
 The SQL is plain and written for both databases (``?`` placeholders, numbered for asyncpg).
 Values go in as Python objects: JSON columns as dicts or lists, times as aware datetimes, which
 ``_sqlite_value`` stores the way SQLAlchemy does on SQLite; ``json_of`` and ``utc`` read either
@@ -23,8 +29,8 @@ import re
 import sqlite3
 from collections.abc import Generator, Sequence
 from datetime import UTC, datetime
-from functools import cache
-from typing import Any, TypeVar, cast
+from functools import lru_cache
+from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 import asyncpg
 from sqlalchemy.exc import SQLAlchemyError
@@ -45,6 +51,43 @@ DATABASE_ERRORS = (
     asyncpg.InterfaceError,
     OSError,
 )
+# asyncpg's limit on one statement's parameters.
+_MAX_PARAMETERS = 32_767
+
+
+class Insert(NamedTuple):
+    """A single-row ``INSERT ... VALUES (?, ...)`` (without ``RETURNING``) whose row nothing in
+    the transaction reads back: sent no rows, and written as the transaction ends (see the
+    module doc), each statement's rows in the order they were yielded."""
+
+    sql: str
+    parameters: tuple[Any, ...]
+
+
+class _Run(Generic[T]):
+    """An operation as it runs: the statement it waits on (None once it is done), its result,
+    and its ``Insert`` rows held for the end, by statement, in order."""
+
+    def __init__(self, operation: Operation[T]) -> None:
+        self._operation = operation
+        self.inserts: dict[str, list[tuple[Any, ...]]] = {}
+        self.pending: Statement | None = None
+        self.result: T
+        self._advance(None)  # to its first statement
+
+    def send(self, rows: Rows) -> None:
+        self._advance(rows)
+
+    def _advance(self, rows: Rows | None) -> None:
+        try:
+            statement = next(self._operation) if rows is None else self._operation.send(rows)
+            while isinstance(statement, Insert):
+                self.inserts.setdefault(statement.sql, []).append(statement.parameters)
+                statement = self._operation.send(())
+        except StopIteration as done:
+            self.pending, self.result = None, done.value
+            return
+        self.pending = statement
 
 
 class Transactions:
@@ -114,15 +157,15 @@ def _run_sqlite(
         # to upgrade its lock where this one waits its turn (busy_timeout).
         connection.execute("BEGIN IMMEDIATE")
     try:
-        sql, parameters = next(operation)
-        while True:
-            rows = connection.execute(sql, [_sqlite_value(v) for v in parameters]).fetchall()
-            sql, parameters = operation.send(rows)
-    except StopIteration as done:
+        run = _Run(operation)
+        while run.pending is not None:
+            sql, parameters = run.pending
+            run.send(connection.execute(sql, [_sqlite_value(v) for v in parameters]).fetchall())
+        for sql, rows in run.inserts.items():
+            connection.executemany(sql, ([_sqlite_value(v) for v in row] for row in rows))
         if write:
             connection.commit()
-        result: T = done.value
-        return result
+        return run.result
     except BaseException:
         if write:
             connection.rollback()
@@ -130,24 +173,73 @@ def _run_sqlite(
 
 
 async def _run_asyncpg(connection: Any, operation: Operation[T], write: bool) -> T:
+    run = _Run(operation)
+    if run.pending is None:
+        # Only inserts: as one statement, a transaction of its own.
+        inserts = _pg_inserts(run.inserts)
+        if len(inserts) <= 1 or not write:
+            await _pg_statements(connection, inserts)
+            return run.result
     if not write:
-        return await _statements(connection, operation)
+        return await _pg_run(connection, run)
     async with connection.transaction():
-        return await _statements(connection, operation)
+        return await _pg_run(connection, run)
 
 
-async def _statements(connection: Any, operation: Operation[T]) -> T:
-    try:
-        sql, parameters = next(operation)
-        while True:
-            rows = await connection.fetch(_numbered(sql), *[_pg_value(v) for v in parameters])
-            sql, parameters = operation.send(rows)
-    except StopIteration as done:
-        result: T = done.value
-        return result
+async def _pg_run(connection: Any, run: _Run[T]) -> T:
+    while run.pending is not None:
+        sql, parameters = run.pending
+        run.send(await connection.fetch(_numbered(sql), *[_pg_value(v) for v in parameters]))
+    await _pg_statements(connection, _pg_inserts(run.inserts))
+    return run.result
 
 
-@cache
+async def _pg_statements(connection: Any, statements: list[Statement]) -> None:
+    for sql, parameters in statements:
+        await connection.execute(_numbered(sql), *[_pg_value(v) for v in parameters])
+
+
+def _pg_inserts(inserts: dict[str, list[tuple[Any, ...]]]) -> list[Statement]:
+    """The held rows as few statements as the parameter limit allows: each insert's rows as one
+    multi-row ``VALUES``, joined by ``WITH`` (PostgreSQL runs a data-modifying ``WITH`` part
+    whether or not anything reads it, once, in the order of its rows)."""
+    statements: list[Statement] = []
+    parts: list[tuple[str, int]] = []
+    parameters: list[Any] = []
+    for sql, rows in inserts.items():
+        count = 0
+        for row in rows:
+            if len(parameters) + len(row) > _MAX_PARAMETERS:
+                if count:
+                    parts.append((sql, count))
+                statements.append((_joined(tuple(parts)), tuple(parameters)))
+                parts, parameters, count = [], [], 0
+            parameters.extend(row)
+            count += 1
+        parts.append((sql, count))
+    if parts:
+        statements.append((_joined(tuple(parts)), tuple(parameters)))
+    return statements
+
+
+@lru_cache(maxsize=512)
+def _joined(parts: tuple[tuple[str, int], ...]) -> str:
+    """One statement of ``(insert, rows)`` parts: each a multi-row ``VALUES``, all but the last
+    under ``WITH``."""
+    inserts = []
+    for sql, count in parts:
+        head, _, row = sql.rpartition(" VALUES ")
+        if not head or not row.startswith("(") or not row.endswith(")"):
+            raise ValueError(f"an Insert is one row of values, nothing after it: {sql!r}")
+        inserts.append(f"{head} VALUES {', '.join([row] * count)}")
+    *before, last = inserts
+    if not before:
+        return last
+    named = ", ".join(f"i{n} AS ({insert})" for n, insert in enumerate(before))
+    return f"WITH {named} {last}"
+
+
+@lru_cache(maxsize=256)
 def insert_sql(table: str, columns: Sequence[str], count: int) -> str:
     """``INSERT`` of ``count`` rows in one statement: the driver binds every value at once, where
     ``executemany`` takes the GIL back for each row (under load, a row per switch interval).
@@ -157,7 +249,7 @@ def insert_sql(table: str, columns: Sequence[str], count: int) -> str:
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES {values}"  # noqa: S608
 
 
-@cache
+@lru_cache(maxsize=1024)
 def _numbered(sql: str) -> str:
     """``?`` placeholders as asyncpg's ``$1``, ``$2``..."""
     counter = iter(range(1, sql.count("?") + 1))

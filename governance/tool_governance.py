@@ -270,14 +270,18 @@ class ToolGovernance:
         *,
         proposed_hash: str | None = None,
         server: str | None = None,
+        key: KeyState | None = None,
     ) -> Verdict:
         """The one decision, taken at every ``Stage``: may the holder of ``key_id`` run this
         call with these arguments now, and if not why. Tool known, enabled, not held for review,
         its server up; the key not revoked and its current roles allowed (``roles`` stand in
         when no key directory was given; None: not checked again); the definition still
         ``proposed_hash``; the arguments valid (undeclared properties and ``format`` included).
-        ``server``: where the call's tool was when it was proposed."""
-        key = await self.key_state(key_id)
+        ``server``: where the call's tool was when it was proposed; ``key``: the key's state
+        (``key_state``) when the caller has just read it for decisions taken at the same moment
+        (a round's calls, each proposed and started at once), else it is read now."""
+        if key is None:
+            key = await self.key_state(key_id)
         return judge(call, self._facts(call.name, server, key, proposed_hash), roles)
 
     async def key_state(self, key_id: int) -> KeyState | None:

@@ -1,18 +1,174 @@
-"""The tool-call store's commits: the one that starts a call (the tool runs after it) is made
-durable on SQLite, whose other commits sync only at checkpoints (``db.engine``)."""
+"""A round's proposals and the model's message that asked for them are one transaction: they
+land together, in the order a follower reads them, or not at all; the commit that starts a call
+(the tool runs after it) is made durable on SQLite, whose other commits sync only at checkpoints
+(``db.engine``)."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import event
+import asyncpg
+import pytest
+from sqlalchemy import event, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from chat_service.store import ConversationStore
-from chat_service.tool_call_view import CallState, draft
-from chat_service.tool_calls import Move, ToolCallStore
+from chat_service.events import (
+    MessageCompleted,
+    ToolCallAwaitingApproval,
+    ToolCallCreated,
+    ToolCallStarted,
+)
+from chat_service.store import ConversationStore, completing
+from chat_service.tool_call_view import CallState, ToolCallView, draft
+from chat_service.tool_calls import Move, Proposal, ToolCallStore
 from db.engine import create_engine, session_factory
+from db.models import AuditEvent
+from llm_service.types import AssistantMessage, ToolCall, UserMessage
 from migrations.commands import upgrade
+from tests.support.store import with_store
+
+ASKED = AssistantMessage(
+    None, tool_calls=(ToolCall("call_1", "get_time", {}), ToolCall("call_2", "transfer", {}))
+)
+
+
+def _draft(conversation_id: str, call: ToolCall) -> ToolCallView:
+    return draft(
+        conversation_id=conversation_id,
+        call_id=call.id,
+        round_number=0,
+        tool_name=call.name,
+        arguments=call.arguments,
+        requested_by_key_id=1,
+    )
+
+
+STARTED = datetime(2026, 11, 27, 12, 0, 0, 123456, tzinfo=UTC)
+HOLD = Move(CallState.PROPOSED, CallState.AWAITING_APPROVAL, announce=ToolCallAwaitingApproval)
+
+
+def test_the_message_and_its_calls_are_stored_together_in_order(migrated: str) -> None:
+    async def use(
+        store: ConversationStore, sessions: async_sessionmaker[AsyncSession]
+    ) -> tuple[list[str], list[str], list[CallState]]:
+        conversation = await store.create(1, "mock", ["user"])
+        assert await store.begin_turn(conversation.id, ["user"], UserMessage("go"))
+        calls = ToolCallStore(sessions)
+        first, second = (_draft(conversation.id, call) for call in ASKED.tool_calls)
+        proposals = [Proposal(first, ToolCallCreated), Proposal(second, ToolCallCreated, [HOLD])]
+        opened, views = await calls.propose(proposals, opening=completing(conversation.id, ASKED))
+        assert isinstance(opened, MessageCompleted)
+        assert opened.message.message == ASKED
+        assert [[view.state for view in call] for call in views] == [
+            [CallState.PROPOSED],
+            [CallState.PROPOSED, CallState.AWAITING_APPROVAL],
+        ]
+        events = [event.type for _, event in await store.events(conversation.id, 0)]
+        roles = [stored.message.role for stored in await store.messages(conversation.id)]
+        stored = [call.state for call in await calls.for_conversation(conversation.id)]
+        return events, roles, stored
+
+    events, roles, stored = with_store(migrated, use)
+    assert events == [
+        "message.completed",  # the caller's
+        "message.completed",  # the model's, asking for the calls
+        "tool_call.created",
+        "tool_call.created",
+        "tool_call.awaiting_approval",
+    ]
+    assert roles == ["user", "assistant"]
+    assert stored == [CallState.PROPOSED, CallState.AWAITING_APPROVAL]
+
+
+def test_a_call_proposed_and_moved_at_once_reads_as_moved_one_by_one(migrated: str) -> None:
+    # The moves policy decides at once are stored with the proposal in one insert: what it
+    # returns, announces and audits is what the proposal and each move would have.
+    async def use(
+        store: ConversationStore, sessions: async_sessionmaker[AsyncSession]
+    ) -> tuple[list[ToolCallView], list[tuple[str, dict[str, Any]]], list[str], ToolCallView]:
+        conversation = await store.create(1, "mock", ["user"])
+        calls = ToolCallStore(sessions)
+        proposal = _draft(conversation.id, ASKED.tool_calls[0])
+        moves = [
+            Move(CallState.PROPOSED, CallState.APPROVED, {"server": "local"}),
+            Move(
+                CallState.APPROVED,
+                CallState.EXECUTING,
+                {"started_at": STARTED},
+                announce=ToolCallStarted,
+            ),
+        ]
+        _, [views] = await calls.propose([Proposal(proposal, ToolCallCreated, moves)])
+        stored = await calls.get(proposal.record_id)
+        assert stored is not None
+        events = [(event.type, event.data) for _, event in await store.events(conversation.id, 0)]
+        actions = await _audited(sessions, proposal.record_id)
+        return views, events, actions, stored
+
+    views, events, actions, stored = with_store(migrated, use)
+    proposed, approved, executing = views
+    assert (proposed.state, proposed.server) == (CallState.PROPOSED, None)
+    assert (approved.state, approved.server) == (CallState.APPROVED, "local")
+    assert executing == stored
+    assert (stored.state, stored.server, stored.started_at) == (
+        CallState.EXECUTING,
+        "local",
+        STARTED,
+    )
+    assert events == [
+        ("tool_call.created", ToolCallCreated(proposed).data),
+        ("tool_call.started", ToolCallStarted(stored).data),
+    ]
+    assert actions == ["tool_call.proposed", "tool_call.approved", "tool_call.executing"]
+
+
+def test_a_proposal_reads_back_as_drafted(migrated: str) -> None:
+    async def use(
+        store: ConversationStore, sessions: async_sessionmaker[AsyncSession]
+    ) -> tuple[ToolCallView, ToolCallView | None]:
+        conversation = await store.create(1, "mock", ["user"])
+        calls = ToolCallStore(sessions)
+        proposal = _draft(conversation.id, ToolCall("call_1", "get_time", {"zone": "UTC"}))
+        await calls.propose([Proposal(proposal)])
+        return proposal, await calls.get(proposal.record_id)
+
+    proposal, stored = with_store(migrated, use)
+    assert stored == proposal
+
+
+async def _audited(sessions: async_sessionmaker[AsyncSession], record_id: str) -> list[str]:
+    async with sessions() as session:
+        rows = await session.scalars(
+            select(AuditEvent.action)
+            .where(AuditEvent.tool_call_id == record_id)
+            .order_by(AuditEvent.id)
+        )
+        return list(rows)
+
+
+def test_a_round_whose_proposals_fail_leaves_no_message_behind(migrated: str) -> None:
+    async def use(
+        store: ConversationStore, sessions: async_sessionmaker[AsyncSession]
+    ) -> tuple[list[str], list[str], list[ToolCallView]]:
+        conversation = await store.create(1, "mock", ["user"])
+        assert await store.begin_turn(conversation.id, ["user"], UserMessage("go"))
+        calls = ToolCallStore(sessions)
+        first = _draft(conversation.id, ASKED.tool_calls[0])
+        # The second proposal breaks the first's primary key: the transaction fails at its end.
+        proposals = [Proposal(first, ToolCallCreated), Proposal(first, ToolCallCreated)]
+        with pytest.raises((sqlite3.IntegrityError, asyncpg.UniqueViolationError)):
+            await calls.propose(proposals, opening=completing(conversation.id, ASKED))
+        events = [event.type for _, event in await store.events(conversation.id, 0)]
+        roles = [stored.message.role for stored in await store.messages(conversation.id)]
+        return events, roles, await calls.for_conversation(conversation.id)
+
+    events, roles, stored = with_store(migrated, use)
+    assert events == ["message.completed"]  # the caller's only
+    assert roles == ["user"]
+    assert stored == []
 
 
 async def test_only_the_commit_that_starts_a_call_is_synced_at_full(sqlite_url: str) -> None:
@@ -41,7 +197,9 @@ async def test_only_the_commit_that_starts_a_call_is_synced_at_full(sqlite_url: 
 
         statements.clear()
         held = proposal("held")
-        await calls.propose(held, then=[Move(CallState.PROPOSED, CallState.AWAITING_APPROVAL)])
+        await calls.propose(
+            [Proposal(held, then=[Move(CallState.PROPOSED, CallState.AWAITING_APPROVAL)])]
+        )
         held_statements = list(statements)
 
         statements.clear()
@@ -51,13 +209,11 @@ async def test_only_the_commit_that_starts_a_call_is_synced_at_full(sqlite_url: 
 
         statements.clear()
         auto = proposal("auto")
-        await calls.propose(
-            auto,
-            then=[
-                Move(CallState.PROPOSED, CallState.APPROVED),
-                Move(CallState.APPROVED, CallState.EXECUTING),
-            ],
-        )
+        starting = [
+            Move(CallState.PROPOSED, CallState.APPROVED),
+            Move(CallState.APPROVED, CallState.EXECUTING),
+        ]
+        await calls.propose([Proposal(auto, then=starting)])
         auto_started = list(statements)
     finally:
         await engine.dispose()

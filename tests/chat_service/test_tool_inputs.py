@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from chat_service.errors import InputNotPending, InvalidInput
 from chat_service.store import ConversationStore
 from chat_service.tool_call_view import ToolCallView, draft
-from chat_service.tool_calls import ToolCallStore
+from chat_service.tool_calls import Proposal, ToolCallStore
 from chat_service.tool_inputs import InputState, ToolInputs
 from db.base import utcnow
 from db.engine import create_engine, session_factory
@@ -39,7 +39,7 @@ async def _call(store: ConversationStore, calls: ToolCallStore) -> ToolCallView:
         arguments={},
         requested_by_key_id=1,
     )
-    (proposed,) = await calls.propose(proposal)
+    _, [(proposed,)] = await calls.propose([Proposal(proposal)])
     return proposed
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
 import httpx
 
-from tests.support.tool_loop import LoopStack
+from tests.support.tool_loop import LoopStack, loop_stack_on
+from tests.support.waiting import eventually
 
 
 def start(stack: LoopStack, model: str, content: str = "go") -> tuple[str, dict[str, Any]]:
@@ -134,6 +136,33 @@ def test_round_limit_ends_the_turn_with_an_error(loop_stack: LoopStack) -> None:
     assert turn["status"] == "failed"
     assert turn["error"]["code"] == "max_tool_rounds"
     assert len(loop_stack.catalog.calls) == 3
+
+
+def test_a_round_failing_before_its_proposals_leaves_no_unanswered_calls(
+    database_url: str,
+) -> None:
+    # The model's message asking for tools is stored with the round's proposals: a round that
+    # fails before them (here the second call's policy check) stores neither, and the history
+    # never holds calls without results; the stale-turn sweep ends the turn.
+    with loop_stack_on(database_url, turn_timeout_seconds=1) as stack:
+        stack.catalog.unreachable.add("unreachable")
+        with stack.client(stack.user_key) as client:
+            conversation_id = client.post("/v1/conversations", json={"model": "unlucky"}).json()[
+                "id"
+            ]
+            with contextlib.suppress(httpx.HTTPError):  # the turn's task died; no answer
+                client.post(f"/v1/conversations/{conversation_id}/messages", json={"content": "go"})
+
+        def ended() -> bool:
+            return bool(conversation(stack, conversation_id)["status"] == "idle")
+
+        eventually(ended, "the sweeper ended the stale turn")
+        final = conversation(stack, conversation_id)
+        assert [m["role"] for m in final["messages"]] == ["user"]
+        assert final["tool_calls"] == []
+        assert stack.catalog.calls == []
+        kinds = [kind for kind, _ in follow(stack, conversation_id)]
+        assert kinds == ["message.completed", "error", "turn.finished"]
 
 
 def test_a_second_message_during_a_paused_turn_is_409(loop_stack: LoopStack) -> None:

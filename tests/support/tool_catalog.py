@@ -21,6 +21,8 @@ class CountingCatalog:
     tools: dict[str, tuple[StandardizedTool, Handler]] = field(default_factory=dict)
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     called: asyncio.Event | None = None
+    # Names whose lookup fails, as a catalog that cannot answer would.
+    unreachable: set[str] = field(default_factory=set)
 
     def add(
         self,
@@ -74,6 +76,8 @@ class CountingCatalog:
         return [tool for tool, _ in self.tools.values() if not tool.roles.isdisjoint(role_set)]
 
     def get(self, name: str) -> StandardizedTool | None:
+        if name in self.unreachable:
+            raise ConnectionError(f"the catalog cannot look up {name}")
         entry = self.tools.get(name)
         return entry[0] if entry else None
 

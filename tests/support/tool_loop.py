@@ -71,6 +71,14 @@ MODELS: list[dict[str, Any]] = [
         ],
     },
     {
+        "name": "unlucky",
+        "provider": "mock",
+        "script": [
+            {"tool_calls": [{"name": "get_time"}, {"name": "unreachable"}]},
+            {"text": "Never reached: {last_tool_result}"},
+        ],
+    },
+    {
         "name": "looper",
         "provider": "mock",
         "script": [{"tool_calls": [{"name": "get_time"}]} for _ in range(10)],
