@@ -131,7 +131,9 @@ class UsageRecorder:
                 async with asyncio.timeout(self._flush_seconds):
                     await self._wake.wait()
             self._wake.clear()
-            await self.flush()
+            # Shielded: stopping (``aclose``) must not cancel a write under way, whose entries
+            # would be lost (taken from the queue) or, had it committed, written twice.
+            await asyncio.shield(self.flush())
 
 
 def _write(rows: list[dict[str, object]]) -> Operation[None]:

@@ -1,0 +1,50 @@
+"""The usage recorder: stopping it while a flush waits on the database loses no entry and writes
+none twice."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+from sqlalchemy import select
+
+from db.engine import create_engine, session_factory
+from db.models import UsageRecord
+from db.transactions import Transactions
+from gateway.pricing import PriceBook
+from gateway.usage import UsageEntry, UsageRecorder
+from migrations.commands import upgrade
+
+
+def _entry(number: int) -> UsageEntry:
+    return UsageEntry(f"r{number}", 1, "k", "/v1/chat/completions", "m", "p", 1, 2, 3, 200, None)
+
+
+async def test_stopping_during_a_flush_keeps_every_entry_once(sqlite_url: str) -> None:
+    await asyncio.to_thread(upgrade, sqlite_url)
+    path = sqlite_url.removeprefix("sqlite+aiosqlite:///")
+    blocker = sqlite3.connect(path, check_same_thread=False)
+    blocker.execute("BEGIN IMMEDIATE")  # the flush waits for this write lock
+    engine = create_engine(sqlite_url)
+    recorder = UsageRecorder(Transactions(engine), flush_seconds=60, prices=PriceBook({}), batch=2)
+    try:
+        recorder.start()
+        recorder.record(_entry(1))
+        recorder.record(_entry(2))  # a full batch wakes the periodic flush
+        # The recorder has no event for a flush starting; sleep(0) only lets it run.
+        while not recorder._lock.locked():  # noqa: ASYNC110 - the flush has taken the entries
+            await asyncio.sleep(0)
+        recorder.record(_entry(3))
+        stopping = asyncio.create_task(recorder.aclose())
+        await asyncio.sleep(0)
+        assert not stopping.done()
+        await asyncio.to_thread(blocker.commit)
+        async with asyncio.timeout(30):
+            await stopping
+        async with session_factory(engine)() as session:
+            ids = list(await session.scalars(select(UsageRecord.request_id)))
+    finally:
+        blocker.close()
+        await engine.dispose()
+
+    assert sorted(ids) == ["r1", "r2", "r3"]
