@@ -185,18 +185,8 @@ async def test_only_the_commit_that_starts_a_call_is_synced_at_full(sqlite_url: 
         calls = ToolCallStore(sessions)
         conversation = await ConversationStore(sessions).create(1, "mock", ["user"])
 
-        def proposal(call_id: str) -> Any:
-            return draft(
-                conversation_id=conversation.id,
-                call_id=call_id,
-                round_number=0,
-                tool_name="time__now",
-                arguments={},
-                requested_by_key_id=1,
-            )
-
         statements.clear()
-        held = proposal("held")
+        held = _draft(conversation.id, ToolCall("held", "time__now", {}))
         await calls.propose(
             [Proposal(held, then=[Move(CallState.PROPOSED, CallState.AWAITING_APPROVAL)])]
         )
@@ -208,7 +198,7 @@ async def test_only_the_commit_that_starts_a_call_is_synced_at_full(sqlite_url: 
         started = list(statements)
 
         statements.clear()
-        auto = proposal("auto")
+        auto = _draft(conversation.id, ToolCall("auto", "time__now", {}))
         starting = [
             Move(CallState.PROPOSED, CallState.APPROVED),
             Move(CallState.APPROVED, CallState.EXECUTING),
