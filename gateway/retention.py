@@ -26,7 +26,8 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.base import utcnow
-from db.models import AuditEvent, MaintenanceLease, StoredResponse, UsageRecord
+from db.models import AuditEvent, MaintenanceLease, StoredResponse
+from db.usage_models import UsageRecord
 
 log = structlog.get_logger("gateway.retention")
 LEASE = "retention"

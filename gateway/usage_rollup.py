@@ -12,8 +12,8 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from db.models import LATENCY_BUCKETS_MS, LATENCY_COLUMNS
 from db.transactions import Statement, insert_sql
+from db.usage_models import LATENCY_BUCKETS_MS, LATENCY_COLUMNS
 
 DIMENSIONS = ("api_key_id", "team", "model", "provider")
 SUMMED = (

@@ -7,7 +7,8 @@ import asyncio
 from alembic import context
 from sqlalchemy.engine import Connection
 
-import db.models  # noqa: F401  (registers the tables on the metadata)
+import db.models
+import db.usage_models  # noqa: F401
 from db.base import Base, UTCDateTime
 from db.engine import create_engine
 

@@ -16,7 +16,8 @@ import yaml
 from sqlalchemy import select
 
 from db.engine import create_engine
-from db.models import AuditEvent, UsageRecord
+from db.models import AuditEvent
+from db.usage_models import UsageRecord
 from migrations.commands import upgrade
 from tests.support.databases import postgres_database
 from tests.support.gateway import create_key, running_gateway

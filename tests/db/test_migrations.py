@@ -13,6 +13,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import JSON, DateTime, Executable, column, insert, inspect, select, table
 from sqlalchemy.engine import Connection
 
+import db.usage_models  # noqa: F401 - the metadata compared holds every table
 from db.base import Base
 from db.engine import create_engine
 from db.models import ConversationMessage

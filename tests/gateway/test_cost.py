@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from db.engine import create_engine, session_factory
-from db.models import UsageRecord
+from db.usage_models import UsageRecord
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_ollama import FakeOllama
 from tests.support.fake_openai import FakeOpenAI, FakeReply

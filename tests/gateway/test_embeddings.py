@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from sqlalchemy import select
 
 from db.engine import create_engine, session_factory
-from db.models import UsageRecord
+from db.usage_models import UsageRecord
 from llm_service.config import ModelConfig
 from tests.support.fake_ollama import FakeOllama
 from tests.support.fake_openai import FakeOpenAI, FakeReply, fake_vector

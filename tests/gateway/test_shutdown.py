@@ -26,7 +26,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 from db.engine import create_engine, session_factory
-from db.models import UsageRecord
+from db.usage_models import UsageRecord
 from migrations.commands import upgrade
 from tests.support.gateway import create_key
 from tests.support.processes import gateway_process

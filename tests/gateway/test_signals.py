@@ -15,7 +15,7 @@ from sqlalchemy import select
 from structlog.testing import capture_logs
 
 from db.engine import create_engine, session_factory
-from db.models import UsageRecord
+from db.usage_models import UsageRecord
 from tests.chat_service.test_tool_loop import decide, follow, pending_call, start
 from tests.support.tool_loop import loop_stack_on
 

@@ -9,8 +9,8 @@ import sqlite3
 from sqlalchemy import select
 
 from db.engine import create_engine, session_factory
-from db.models import UsageRecord
 from db.transactions import Transactions
+from db.usage_models import UsageRecord
 from gateway.pricing import PriceBook
 from gateway.usage import UsageEntry, UsageRecorder
 from migrations.commands import upgrade

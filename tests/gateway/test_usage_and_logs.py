@@ -12,7 +12,7 @@ import structlog
 from sqlalchemy import select
 
 from db.engine import create_engine, session_factory
-from db.models import UsageRecord
+from db.usage_models import UsageRecord
 from gateway.logging import configure_logging
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway import running_gateway

@@ -15,8 +15,8 @@ import httpx
 from sqlalchemy import delete, insert, select
 
 from db.engine import create_engine, session_factory
-from db.models import UsageDaily, UsageHourly, UsageRecord
 from db.transactions import Operation, Statement, Transactions
+from db.usage_models import UsageDaily, UsageHourly, UsageRecord
 from gateway.admin.api.usage import UsageQuery, usage_report
 from gateway.usage_rollup import rollup_statements, rollups
 from migrations.commands import upgrade

@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from db.base import utcnow
 from db.engine import create_engine, session_factory
-from db.models import UsageRecord
+from db.usage_models import UsageRecord
 from gateway.workers import available_cpus, cgroup_cpu_quota
 from migrations.commands import upgrade
 from tests.gateway.test_shutdown import HeldStreams

@@ -20,7 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.responses import Response
 
 from db.base import utcnow
-from db.models import LATENCY_BUCKETS_MS, LATENCY_COLUMNS, ApiKey, UsageDaily, UsageHourly
+from db.models import ApiKey
+from db.usage_models import LATENCY_BUCKETS_MS, LATENCY_COLUMNS, UsageDaily, UsageHourly
 from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.responses import json_response
 from llm_service.errors import InvalidRequest

@@ -12,7 +12,7 @@ from anthropic.types import TextBlock, ToolUseBlock
 from sqlalchemy import select
 
 from db.engine import create_engine, session_factory
-from db.models import UsageRecord
+from db.usage_models import UsageRecord
 from tests.gateway.anthropic_api.conftest import UPSTREAM_KEY, WEATHER_TOOL, AnthropicStack
 from tests.support.fake_openai import FakeOpenAI, FakeReply, FakeToolCall
 from tests.support.gateway import running_gateway

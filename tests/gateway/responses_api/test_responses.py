@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from db.engine import create_engine, session_factory
-from db.models import UsageRecord
+from db.usage_models import UsageRecord
 from tests.gateway.responses_api.conftest import WEATHER_TOOL, ResponsesStack
 from tests.support.fake_openai import FakeReply, FakeToolCall
 from tests.support.waiting import eventually
