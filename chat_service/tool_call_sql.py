@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from functools import cache
 
+from db.transactions import insert_sql
+
 # A call's columns as ``ToolCallView`` reads them (``tool_calls.view_of``), in this order.
 VIEW_COLUMNS = (
     "id, conversation_id, call_id, round, tool_name, server, arguments, state, "
@@ -72,8 +74,7 @@ def propose(columns: tuple[str, ...]) -> str:
     unknown = set(columns) - PROPOSED - SETTABLE
     if unknown:
         raise ValueError(f"a proposal cannot set {sorted(unknown)}")
-    marks = ", ".join("?" * len(columns))
-    return f"INSERT INTO tool_calls ({', '.join(columns)}) VALUES ({marks})"  # noqa: S608
+    return insert_sql("tool_calls", columns, 1)
 
 
 @cache
