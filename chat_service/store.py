@@ -9,7 +9,9 @@ they are more than the cache holds.
 
 A turn's writes are two transactions (``db.transactions``): beginning it (the
 compare-and-set to running, the caller's message, its event, and the rows it has not seen) and
-ending it (the answer, its event, the final event and the release). What never changes about a
+ending it (the answer, its event, the final event and the release). On PostgreSQL each is one
+statement (``store_postgres``), the beginning falling back to the general way whenever it did
+not begin the turn. What never changes about a
 conversation (its key and model) is kept too, so checking the caller's access reads nothing.
 """
 
@@ -19,7 +21,7 @@ import asyncio
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -27,6 +29,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from chat_service import store_postgres as at_once
 from chat_service import store_sql as sql
 from chat_service.errors import ConversationNotFound
 from chat_service.events import (
@@ -37,13 +40,12 @@ from chat_service.events import (
     stored_event,
 )
 from chat_service.messages import (
-    MESSAGES,
     StoredMessage,
-    legacy_message,
     message_json,
     message_row,
     stored_message,
 )
+from chat_service.store_history import History, read_new_rows
 from db.base import utcnow
 from db.models import Conversation, ConversationEvent, ConversationMessage
 from db.transactions import Insert, Operation, Rows, Transactions, json_of, utc
@@ -107,38 +109,6 @@ def _info_of(row: Sequence[Any]) -> ConversationInfo:
     )
 
 
-class _LegacyRow(NamedTuple):
-    role: str
-    content: str | None
-    tool_calls: list[dict[str, Any]] | None
-    tool_call_id: str | None
-    name: str | None
-    is_error: bool
-
-
-def _message_of(row: Sequence[Any]) -> Message:
-    """A row of ``sql.HISTORY`` (after its count)."""
-    _, _, role, data, content, calls, call_id, name, is_error = row
-    if data is None:
-        legacy = _LegacyRow(role, content, json_of(calls), call_id, name, bool(is_error))
-        return legacy_message(legacy)
-    return MESSAGES.validate_python(json_of(data))
-
-
-@dataclass(slots=True)
-class _History:
-    messages: list[Message] = field(default_factory=list)
-    last_id: int = 0  # the cursor: the id of the last message held
-    # Read in the transaction that began the turn: the first model call needs no read.
-    current: bool = False
-
-    def add(self, rows: Rows) -> None:
-        for row in rows:
-            if row[1] is not None:  # the count's row when nothing is new
-                self.messages.append(_message_of(row))
-                self.last_id = row[1]
-
-
 def _add_message(conversation_id: str, message: Message, now: datetime) -> Operation[StoredMessage]:
     row = (conversation_id, message.role, message_json(message), False, now)
     rows = yield (sql.ADD_MESSAGE, row)
@@ -158,16 +128,6 @@ def completing(conversation_id: str, message: Message) -> Operation[MessageCompl
     return completed
 
 
-def _read_new_rows(conversation_id: str, history: _History) -> Operation[None]:
-    """Adds the messages after the cached ones; all of them when a row hid behind the cursor."""
-    after = history.last_id
-    rows: Rows = yield (sql.HISTORY, (conversation_id, after, conversation_id, after))
-    if rows[0][0] != len(history.messages):
-        history.messages.clear()
-        rows = yield (sql.HISTORY, (conversation_id, 0, conversation_id, 0))
-    history.add(rows)
-
-
 class ConversationStore:
     def __init__(
         self, sessions: async_sessionmaker[AsyncSession], cache_size: int = HISTORY_CACHE_SIZE
@@ -175,7 +135,7 @@ class ConversationStore:
         self._sessions = sessions
         self._transactions = Transactions.of(sessions)
         self._cache_size = cache_size
-        self._histories: OrderedDict[str, _History] = OrderedDict()
+        self._histories: OrderedDict[str, History] = OrderedDict()
         self._owners: OrderedDict[str, ConversationOwner] = OrderedDict()
 
     async def create(
@@ -257,7 +217,21 @@ class ConversationStore:
         its ``message.completed`` event, and the history's new rows: one transaction. None when
         a turn is in progress; ConversationNotFound when there is no such conversation."""
         now = utcnow()
-        history = self._histories.pop(conversation_id, None) or _History()
+        history = self._histories.pop(conversation_id, None) or History()
+        if self._transactions.postgresql:
+            rows, completed = await at_once.begin_turn(
+                self._transactions,
+                conversation_id,
+                statuses=(_RUNNING, _IDLE),
+                roles=roles,
+                message=message,
+                now=now,
+                after=history.last_id,
+            )
+            if completed is not None:
+                history.begun(rows, completed.message)
+                self._remember(self._histories, conversation_id, history)
+                return _info_of(rows[0][at_once.CONVERSATION_COLUMNS]), completed
         start = (_RUNNING, now, now, sorted(roles), conversation_id, _IDLE)
 
         def begin() -> Operation[tuple[ConversationInfo, MessageCompleted] | bool]:
@@ -266,7 +240,7 @@ class ConversationStore:
                 return bool((yield (sql.STATUS, (conversation_id,))))
             completed = MessageCompleted((yield from _add_message(conversation_id, message, now)))
             yield from _add_event(conversation_id, completed, now)
-            yield from _read_new_rows(conversation_id, history)
+            yield from read_new_rows(conversation_id, history)
             return _info_of(moved[0]), completed
 
         begun = await self._transactions.run(begin())
@@ -291,6 +265,15 @@ class ConversationStore:
         """Store how the turn ended (after its ``answer`` with its event, when given) and move
         its status, in one transaction: a follower that sees the conversation move always finds
         the event. The answer's event, and whether the status moved."""
+        if self._transactions.postgresql:
+            return await at_once.finish_turn(
+                self._transactions,
+                conversation_id,
+                event=event,
+                statuses=(new.value, expected.value),
+                answer=answer,
+                now=utcnow(),
+            )
         move = (new.value, utcnow(), conversation_id, expected.value)
 
         def finish() -> Operation[tuple[MessageCompleted | None, bool]]:
@@ -314,11 +297,11 @@ class ConversationStore:
     async def history(self, conversation_id: str) -> Sequence[Message]:
         """The conversation's messages, oldest first, as a model call needs them: the rows
         after the cached ones are read, never the whole history again (see the module doc)."""
-        history = self._histories.pop(conversation_id, None) or _History()
+        history = self._histories.pop(conversation_id, None) or History()
         if history.current:
             history.current = False
         else:
-            await self._transactions.run(_read_new_rows(conversation_id, history), write=False)
+            await self._transactions.run(read_new_rows(conversation_id, history), write=False)
         self._remember(self._histories, conversation_id, history)
         return tuple(history.messages)
 

@@ -98,6 +98,11 @@ class Transactions:
             raise ValueError(f"the driver path needs SQLite or PostgreSQL, not {backend}")
         self._sqlite = backend == "sqlite"
 
+    @property
+    def postgresql(self) -> bool:
+        """Whether a caller may use a PostgreSQL-only statement (see ``statement``)."""
+        return not self._sqlite
+
     @classmethod
     def of(cls, sessions: async_sessionmaker[AsyncSession]) -> Transactions:
         """On the engine the session factory is bound to."""
@@ -141,6 +146,16 @@ class Transactions:
             return (yield (sql, parameters))
 
         return await self.run(read(), write=False)
+
+    async def statement(self, sql: str, *parameters: Any) -> Rows:
+        """One statement that writes, committed. On PostgreSQL a statement is a transaction of
+        its own: a ``WITH`` whose parts write several tables commits whole or not at all, in one
+        round trip instead of ``BEGIN``, the statements and ``COMMIT``."""
+
+        def write() -> Operation[Rows]:
+            return (yield (sql, parameters))
+
+        return await self.run(write(), write=self._sqlite)
 
 
 def _run_sqlite(
