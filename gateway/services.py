@@ -38,7 +38,7 @@ from gateway.settings import Settings, token_seal
 from gateway.teams import TeamStore
 from gateway.tool_call_events import tool_call_moved
 from gateway.usage import UsageEntry, UsageRecorder
-from governance import ToolGovernance
+from governance import ToolGovernance, build_tool_governance
 from governance.server_grants import ServerGrants
 from llm_service.errors import ModelNotFound
 from llm_service.registry import AdapterFactory, ModelRegistry
@@ -115,7 +115,7 @@ class Services:
         notifier.start()
         limits = _key_limiter(settings, prices, _budget_sink(sessions, notifier))
         seal = token_seal(settings.mcp_token_key) if settings.mcp_token_key else None
-        governance = ToolGovernance.build(
+        governance = build_tool_governance(
             sessions,
             catalog_settings=settings.tool_catalog,
             config_servers=settings.mcp_servers,

@@ -1,9 +1,11 @@
 """Tool governance: which tools a principal may see and run, and why not.
 
-``ToolGovernance`` is the package's one door; the rest are its parts and the types it answers in.
+``ToolGovernance`` is the package's one door (``build_tool_governance`` assembles it); the rest are
+its parts and the types it answers in.
 """
 
 from governance.approval_rules import ApprovalRules
+from governance.build import build_tool_governance
 from governance.keys import KeyDirectory, KeyState
 from governance.pinning import PinningSettings
 from governance.pins import PinStatus, PinView
@@ -27,4 +29,5 @@ __all__ = [
     "ToolPolicy",
     "ToolPolicySettings",
     "Verdict",
+    "build_tool_governance",
 ]

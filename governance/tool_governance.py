@@ -12,26 +12,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from governance.approval_rules import ApprovalRules
 from governance.keys import KeyDirectory, KeyState
 from governance.offered import Offer, OfferedTools
-from governance.pinning import Pinning, PinningSettings, ReviewObserver
-from governance.pins import PinStatus, PinView, ToolPins
-from governance.policies import AppliedPolicies, ToolPolicies, ToolPolicy, ToolPolicySettings
+from governance.pinning import Pinning
+from governance.pins import PinStatus, PinView
+from governance.policies import AppliedPolicies, ToolPolicy, ToolPolicySettings
 from governance.refresher import Refresher
 from governance.runtime_servers import RuntimeServers
 from governance.server_connect import ServerConnections
-from governance.server_grants import GrantWatch, ServerGrants, uses_consent
-from governance.server_rules import RuntimeServerRules
+from governance.server_grants import GrantWatch, ServerGrants
 from governance.server_sync import RuntimeServerSync
 from governance.verdict import Facts, Verdict, judge
 from llm_service.types import ToolCall, ToolSpec
 from mcp_client.catalog import MCPToolCatalog
 from mcp_client.config import CatalogSettings, MCPServerConfig
 from mcp_client.hooks import NO_HOOKS, CallHooks
-from mcp_client.oauth import MemoryGrantStore
 from mcp_client.results import error_result
 from mcp_client.types import (
     CatalogPart,
@@ -55,7 +51,8 @@ def _specs(tools: Sequence[StandardizedTool]) -> tuple[ToolSpec, ...]:
 
 
 class ToolGovernance:
-    """Build it with ``build``, then ``start``; ``aclose`` at the end."""
+    """Build it with ``governance.build.build_tool_governance``, then ``start``; ``aclose`` at
+    the end."""
 
     def __init__(
         self,
@@ -73,7 +70,7 @@ class ToolGovernance:
     ) -> None:
         self._catalog = catalog
         self.grants = grants
-        self.connections: ServerConnections | None = None  # set by `build`
+        self.connections: ServerConnections | None = None  # set by `build_tool_governance`
         self._config_servers = {server.name: server for server in config_servers}
         self._keys = keys
         self._checks: dict[str, ArgumentCheck] = {}  # by definition hash: compiled once
@@ -106,68 +103,6 @@ class ToolGovernance:
             self._refreshers.append(
                 Refresher("tool-pins", self._refresh_pins, pinning.settings.refresh_seconds)
             )
-
-    @classmethod
-    def build(
-        cls,
-        sessions: async_sessionmaker[AsyncSession],
-        *,
-        catalog_settings: CatalogSettings,
-        config_servers: Sequence[MCPServerConfig],
-        environ: Mapping[str, str],
-        pinning: PinningSettings,
-        policies: ToolPolicySettings,
-        tools: ToolCatalog | None = None,
-        keys: KeyDirectory | None = None,
-        on_review_requested: ReviewObserver | None = None,
-        grants: ServerGrants | None = None,
-    ) -> ToolGovernance:
-        """The MCP catalog of ``config_servers`` and the stored runtime servers, unless an
-        embedding program gave its own ``tools`` (which take no runtime servers). ``keys``
-        answers for the requester's key at every decision (None: the roles given are used).
-
-        ``environ`` supplies the values named by each config server's ``headers_env``;
-        ``on_review_requested`` hears of each definition newly held for review. ``grants``
-        keeps authorization-code servers' tokens, shared by the replicas (None: a gateway
-        without a database key, whose such servers say so).
-        """
-        rules = RuntimeServerRules.from_settings(catalog_settings)
-        grants = grants or ServerGrants(sessions, None)
-        sync = None
-        if tools is None:
-            stores = {s.name: grants.store(s) for s in config_servers if uses_consent(s)}
-            mcp = MCPToolCatalog.from_config(
-                config_servers,
-                catalog_settings,
-                environ,
-                tokens=lambda name: stores.get(name) or MemoryGrantStore(),
-            )
-            config_names = [server.name for server in config_servers]
-            sync = RuntimeServerSync(mcp, sessions, rules, config_names, grants)
-            tools = mcp
-        servers = RuntimeServers(sessions, sync, config_servers, rules, grants)
-        governance = cls(
-            tools,
-            catalog_settings=catalog_settings,
-            servers=servers,
-            sync=sync,
-            policies=AppliedPolicies(ToolPolicies(sessions), policies.approval_rules),
-            policy_settings=policies,
-            pinning=Pinning(ToolPins(sessions), pinning, servers.trusted, on_review_requested),
-            config_servers=config_servers,
-            keys=keys,
-            grants=grants,
-        )
-        by_name = {server.name: server for server in config_servers}
-
-        async def lookup(name: str) -> MCPServerConfig | None:
-            return by_name.get(name) or (await servers.stored()).get(name)
-
-        async def reconnect(name: str) -> None:
-            await governance.reconnect_server(name, catalog_settings.discovery_timeout)
-
-        governance.connections = ServerConnections(grants, lookup, environ, reconnect)
-        return governance
 
     # -- lifecycle
 

@@ -12,7 +12,12 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.engine import create_engine, session_factory
-from governance import PinningSettings, ToolGovernance, ToolPolicySettings
+from governance import (
+    PinningSettings,
+    ToolGovernance,
+    ToolPolicySettings,
+    build_tool_governance,
+)
 from mcp_client import BundleConfig, CatalogSettings, LocalTool, MCPToolCatalog, ToolOverride
 from mcp_client.supervisor import ServerPolicy
 from migrations.commands import upgrade
@@ -84,7 +89,7 @@ def governed(sqlite_url: str) -> GovernedFactory:
         desk = Desk()
         catalog = MCPToolCatalog(settings)
         catalog.register_local_tools("desk", desk.tools(), roles=[], policy=DESK_POLICY)
-        tools = ToolGovernance.build(
+        tools = build_tool_governance(
             sessions,
             catalog_settings=settings,
             config_servers=[],

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Sequence
 
 from db.engine import create_engine, session_factory
-from governance import PinningSettings, ToolGovernance, ToolPolicySettings
+from governance import PinningSettings, ToolPolicySettings, build_tool_governance
 from governance.offered import OfferedTools
 from llm_service.types import ToolSpec
 from mcp_client import CatalogSettings, MCPToolCatalog, StandardizedTool
@@ -105,7 +105,7 @@ async def test_a_servers_changed_tool_list_is_offered_at_once_and_leaves_the_oth
         "docs", "in-process", ServerPolicy(roles=frozenset({"user"})), in_process(docs.server)
     )
     catalog.register_local_tools("desk", Desk().tools(), roles=[], policy=DESK_POLICY)
-    tools = ToolGovernance.build(
+    tools = build_tool_governance(
         session_factory(engine),
         catalog_settings=settings,
         config_servers=[],

@@ -13,9 +13,9 @@ from db.models import AuditEvent
 from governance import (
     PinningSettings,
     ServerConflict,
-    ToolGovernance,
     ToolPolicy,
     ToolPolicySettings,
+    build_tool_governance,
 )
 from llm_service.errors import InvalidRequest
 from llm_service.types import ToolCall
@@ -114,7 +114,7 @@ async def test_a_catalog_given_by_an_embedding_program_takes_no_runtime_servers(
 async def test_a_runtime_server_off_the_allow_list_is_refused(sqlite_url: str) -> None:
     await asyncio.to_thread(upgrade, sqlite_url)
     engine = create_engine(sqlite_url)
-    tools = ToolGovernance.build(
+    tools = build_tool_governance(
         session_factory(engine),
         catalog_settings=CatalogSettings(),
         config_servers=[],
