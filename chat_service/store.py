@@ -159,10 +159,12 @@ class ConversationStore:
         )
 
         def create() -> Operation[None]:
+            # Nothing is read back: on PostgreSQL the rows go in as one statement.
             row = (info.id, api_key_id, model, bundle, sorted(info.roles), _IDLE, now, now)
-            yield (sql.CREATE, row)
+            yield Insert(sql.CREATE, row)
             if system_prompt:
-                yield from _add_message(info.id, SystemMessage(system_prompt), now)
+                system = SystemMessage(system_prompt)
+                yield Insert(sql.MESSAGE, (info.id, system.role, message_json(system), False, now))
 
         await self._transactions.run(create())
         self._remember(self._owners, info.id, ConversationOwner(api_key_id, model))

@@ -20,7 +20,7 @@ from chat_service.events import TurnFinished, TurnStatus
 from chat_service.messages import message_json
 from chat_service.store import ConversationStatus, ConversationStore
 from db.models import Conversation, ConversationMessage
-from llm_service.types import AssistantMessage, UserMessage
+from llm_service.types import AssistantMessage, SystemMessage, UserMessage
 from migrations.commands import upgrade
 from tests.support.databases import postgres_database
 from tests.support.gateway import running_gateway
@@ -192,3 +192,18 @@ def test_a_turn_stores_its_messages_and_events_exactly(migrated: str) -> None:
 
     told, stored = with_store(migrated, scenario)
     assert [event.data for event in stored] == [event.data for event in told]
+
+
+def test_a_conversation_is_created_with_its_system_prompt(migrated: str) -> None:
+    async def scenario(
+        store: ConversationStore, _: async_sessionmaker[AsyncSession]
+    ) -> tuple[list[Any], list[Any], Any]:
+        conversation = await store.create(7, "mock", ["user"], "Be brief.", bundle="desk")
+        stored = [m.message for m in await store.messages(conversation.id)]
+        history = list(await store.history(conversation.id))
+        return stored, history, await store.get(conversation.id)
+
+    stored, history, info = with_store(migrated, scenario)
+    assert stored == history == [SystemMessage("Be brief.")]
+    assert (info.api_key_id, info.model, info.bundle, info.roles) == (7, "mock", "desk", {"user"})
+    assert info.status is ConversationStatus.IDLE
