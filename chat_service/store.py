@@ -11,8 +11,8 @@ A turn's writes are two transactions (``db.transactions``): beginning it (the
 compare-and-set to running, the caller's message, its event, and the rows it has not seen) and
 ending it (the answer, its event, the final event and the release). On PostgreSQL each is one
 statement (``store_postgres``), the beginning falling back to the general way whenever it did
-not begin the turn. What never changes about a
-conversation (its key and model) is kept too, so checking the caller's access reads nothing.
+not begin the turn. What never changes about a conversation (its key and model) is kept too,
+so checking the caller's access reads nothing.
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ from chat_service.messages import StoredMessage, message_json
 from db.transactions import Rows, Transactions
 from llm_service.types import AssistantMessage, Message
 
-# Where a ``BEGIN_TURN`` row holds the conversation (``moved.*``).
+# Where a ``BEGIN_TURN`` row holds the new message's id, and the conversation (``moved.*``).
+_ADDED_ID = 9
 CONVERSATION_COLUMNS = slice(10, None)
 
 # The compare-and-set to running, the caller's message, its event, and the rows after the
@@ -114,7 +115,7 @@ async def begin_turn(
     )
     if not rows:
         return rows, None
-    return rows, MessageCompleted(StoredMessage(rows[0][9], message, now))
+    return rows, MessageCompleted(StoredMessage(rows[0][_ADDED_ID], message, now))
 
 
 async def finish_turn(
