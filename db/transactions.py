@@ -141,21 +141,17 @@ class Transactions:
 
     async def read(self, sql: str, *parameters: Any) -> Rows:
         """One statement's rows, outside a transaction."""
-
-        def read() -> Operation[Rows]:
-            return (yield (sql, parameters))
-
-        return await self.run(read(), write=False)
+        return await self.run(_single(sql, parameters), write=False)
 
     async def statement(self, sql: str, *parameters: Any) -> Rows:
         """One statement that writes, committed. On PostgreSQL a statement is a transaction of
         its own: a ``WITH`` whose parts write several tables commits whole or not at all, in one
         round trip instead of ``BEGIN``, the statements and ``COMMIT``."""
+        return await self.run(_single(sql, parameters), write=self._sqlite)
 
-        def write() -> Operation[Rows]:
-            return (yield (sql, parameters))
 
-        return await self.run(write(), write=self._sqlite)
+def _single(sql: str, parameters: tuple[Any, ...]) -> Operation[Rows]:
+    return (yield (sql, parameters))
 
 
 def _run_sqlite(
