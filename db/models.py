@@ -322,4 +322,6 @@ class MCPServerGrant(Base):
     lost_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     connected_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     connected_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # A replica refreshing the tokens holds this lease; the others wait for what it stores.
+    refresh_claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

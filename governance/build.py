@@ -20,7 +20,7 @@ from governance.server_sync import RuntimeServerSync
 from governance.tool_governance import ToolGovernance
 from mcp_client.catalog import MCPToolCatalog
 from mcp_client.config import CatalogSettings, MCPServerConfig
-from mcp_client.oauth import MemoryGrantStore
+from mcp_client.grant_store import MemoryGrantStore
 from mcp_client.types import ToolCatalog
 
 

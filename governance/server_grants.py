@@ -10,7 +10,7 @@ from typing import Any
 
 from cryptography.fernet import InvalidToken, MultiFernet
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.base import utcnow
@@ -18,7 +18,7 @@ from db.models import AuditEvent, MCPServerGrant
 from mcp_client.backend import BackendUnavailable
 from mcp_client.catalog import MCPToolCatalog
 from mcp_client.config import AuthorizationCodeAuth, MCPServerConfig
-from mcp_client.oauth import Discovery, GrantStore
+from mcp_client.grant_store import Discovery, GrantStore
 
 NO_KEY = (
     "no token key: set `mcp_token_key` (GATEWAY_MCP_TOKEN_KEY) so the gateway can keep this "
@@ -150,6 +150,7 @@ class StoredGrant:
         self._seal = seal
         self._server = server
         self._url = url
+        self._claim: datetime | None = None  # when this store's claim on refreshing ends
 
     async def _row(self) -> MCPServerGrant | None:
         async with self._sessions() as session:
@@ -182,6 +183,7 @@ class StoredGrant:
             lifetime = tokens.expires_in
             row.expires_at = None if lifetime is None else utcnow() + timedelta(seconds=lifetime)
             row.lost_reason = None
+            row.refresh_claimed_until = None  # whoever refreshes now finds these tokens
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         row = await self._row()
@@ -211,10 +213,46 @@ class StoredGrant:
             row.tokens_sealed = None
             row.expires_at = None
             row.lost_reason = reason
+            row.refresh_claimed_until = None
 
     async def lost_reason(self) -> str | None:
         row = await self._row()
         return None if row is None else row.lost_reason
+
+    async def claim_refresh(self, seconds: float) -> bool:
+        # One conditional UPDATE: atomic on both databases, and on SQLite no read lock to
+        # upgrade (two replicas reading first would have one of them refused).
+        now = utcnow()
+        until = now + timedelta(seconds=seconds)
+        grant = MCPServerGrant
+        async with self._sessions.begin() as session:
+            result = await session.execute(
+                update(grant)
+                .where(
+                    grant.server == self._server,
+                    grant.server_url == self._url,
+                    grant.tokens_sealed.is_not(None),
+                    or_(grant.refresh_claimed_until.is_(None), grant.refresh_claimed_until <= now),
+                )
+                .values(refresh_claimed_until=until)
+            )
+        claimed = bool(getattr(result, "rowcount", 0))
+        if claimed:
+            self._claim = until
+        return claimed
+
+    async def release_refresh(self) -> None:
+        claim, self._claim = self._claim, None
+        if claim is None:
+            return
+        grant = MCPServerGrant
+        async with self._sessions.begin() as session:
+            # Only this store's own claim: past its end another replica may hold a new one.
+            await session.execute(
+                update(grant)
+                .where(grant.server == self._server, grant.refresh_claimed_until == claim)
+                .values(refresh_claimed_until=None)
+            )
 
     async def _writable(self, session: AsyncSession) -> MCPServerGrant:
         row = await session.get(MCPServerGrant, self._server, with_for_update=True)
@@ -224,7 +262,7 @@ class StoredGrant:
         elif row.server_url != self._url:  # the server moved: nothing of the old grant applies
             row.server_url = self._url
             row.tokens_sealed = row.client_sealed = row.lost_reason = None
-            row.discovery = row.expires_at = row.connected_at = None
+            row.discovery = row.expires_at = row.connected_at = row.refresh_claimed_until = None
             row.connected_by_key_id = None
         row.updated_at = utcnow()
         return row
@@ -255,4 +293,10 @@ class _Keyless:
         raise BackendUnavailable(NO_KEY)
 
     async def lost_reason(self) -> str | None:
+        raise BackendUnavailable(NO_KEY)
+
+    async def claim_refresh(self, seconds: float) -> bool:
+        raise BackendUnavailable(NO_KEY)
+
+    async def release_refresh(self) -> None:
         raise BackendUnavailable(NO_KEY)

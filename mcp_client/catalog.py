@@ -11,10 +11,11 @@ import structlog
 
 from mcp_client.backend import BackendFactory, ToolCall
 from mcp_client.config import CatalogSettings, MCPServerConfig
+from mcp_client.grant_store import GrantStore
 from mcp_client.hooks import NO_HOOKS, CallHooks
 from mcp_client.index import Precedence, ServedTools, build_index, offered_to
 from mcp_client.local_tools import LocalTool, LocalToolBackend
-from mcp_client.oauth import Consent, GrantStore
+from mcp_client.oauth import Consent
 from mcp_client.results import error_result, truncate
 from mcp_client.supervisor import ServerPolicy, ServerStatus, ServerSupervisor
 from mcp_client.transports import backend_factory

@@ -32,12 +32,10 @@ from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
     OAuthClientMetadata,
-    OAuthMetadata,
     OAuthToken,
-    ProtectedResourceMetadata,
 )
 from mcp.shared.exceptions import MCPDeprecationWarning
-from pydantic import AnyUrl, BaseModel
+from pydantic import AnyUrl
 
 from mcp_client.config import (
     AuthorizationCodeAuth,
@@ -45,9 +43,11 @@ from mcp_client.config import (
     IdentityAssertionAuth,
     MCPServerConfig,
 )
+from mcp_client.grant_store import Discovery, GrantStore
 from mcp_client.identity import DISTRIBUTION
 from mcp_client.identity_assertion import identity_assertion_auth
 from mcp_client.oauth_common import oauth_error, secret_of
+from mcp_client.refresh_claim import turn_to_refresh
 
 NOT_CONNECTED = "authorization required: an administrator must connect this server"
 # Refresh this long before the access token expires (at most half its remaining life), so a call
@@ -71,70 +71,6 @@ class Consent(Protocol):
     with the code (a test or the conformance runner following the redirect itself)."""
 
     async def __call__(self, authorization_url: str) -> AuthorizationCodeResult: ...
-
-
-class Discovery(BaseModel):
-    """What discovery found, kept with the grant: a process that loads the tokens then refreshes
-    them at the right token endpoint, for the right resource."""
-
-    authorization_server: OAuthMetadata | None = None
-    protected_resource: ProtectedResourceMetadata | None = None
-
-
-class GrantStore(TokenStorage, Protocol):
-    """The SDK's ``TokenStorage``, where ``get_tokens`` counts ``expires_in`` from now (not from
-    when the token was issued), plus what discovery found and why a grant was lost."""
-
-    async def get_discovery(self) -> Discovery | None: ...
-
-    async def set_discovery(self, discovery: Discovery) -> None: ...
-
-    async def drop_tokens(self, reason: str) -> None:
-        """The grant is dead (refresh refused): forget the tokens, keep ``reason`` to show."""
-        ...
-
-    async def lost_reason(self) -> str | None:
-        """Why the last grant ended, while no new one replaced it."""
-        ...
-
-
-class MemoryGrantStore:
-    """A grant in this process only: each replica gets its own."""
-
-    def __init__(self) -> None:
-        self._tokens: OAuthToken | None = None
-        self._stored_at = 0.0
-        self._client: OAuthClientInformationFull | None = None
-        self._discovery: Discovery | None = None
-        self._lost: str | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        tokens = self._tokens
-        if tokens is None or tokens.expires_in is None:
-            return tokens
-        elapsed = int(time.time() - self._stored_at)
-        return tokens.model_copy(update={"expires_in": tokens.expires_in - elapsed})
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self._tokens, self._stored_at, self._lost = tokens, time.time(), None
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self._client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self._client = client_info
-
-    async def get_discovery(self) -> Discovery | None:
-        return self._discovery
-
-    async def set_discovery(self, discovery: Discovery) -> None:
-        self._discovery = discovery
-
-    async def drop_tokens(self, reason: str) -> None:
-        self._tokens, self._lost = None, reason
-
-    async def lost_reason(self) -> str | None:
-        return self._lost
 
 
 def describe_oauth_failure(exc: OAuthFlowError) -> str:
@@ -266,6 +202,7 @@ class SharedGrantProvider(OAuthClientProvider):
 
     Without consent it never starts an authorization of its own: no tokens means the server
     waits for an admin; a refused refresh ends the grant for every replica, with the reason.
+    Replicas take turns to refresh (``refresh_claim``): one refreshes, the others use its tokens.
     """
 
     def __init__(
@@ -282,14 +219,14 @@ class SharedGrantProvider(OAuthClientProvider):
         self._store = storage
         self._registered = registered
         self._consent = consent
+        self._claimed = False  # this provider holds the claim on refreshing the grant
 
     async def _initialize(self) -> None:
         tokens = await self._store.get_tokens()
         if tokens is None and not self._consent:
             raise AuthorizationRequired(await self._store.lost_reason() or NOT_CONNECTED)
         context = self.context
-        context.current_tokens = tokens
-        context.token_expiry_time = token_expiry(tokens)
+        self._use(tokens)
         context.client_info = await self._store.get_client_info() or self._registered
         if context.oauth_metadata is None:
             discovery = await self._store.get_discovery()
@@ -297,6 +234,33 @@ class SharedGrantProvider(OAuthClientProvider):
                 context.oauth_metadata = discovery.authorization_server
                 context.protected_resource_metadata = discovery.protected_resource
         # `_initialized` stays False: the next request reads the store again.
+        # The SDK refreshes next when the token expired: only with the claim, unless another
+        # replica's refresh has just replaced the token.
+        while not context.is_token_valid() and context.can_refresh_token():
+            if await self._claim_or_take():
+                break
+
+    def _use(self, tokens: OAuthToken | None) -> None:
+        self.context.current_tokens = tokens
+        self.context.token_expiry_time = token_expiry(tokens)
+
+    async def _claim_or_take(self) -> bool:
+        """True when this replica is to refresh (it holds the claim); False when another
+        replica's refresh (or an admin's reconnect) replaced the tokens, now in use here."""
+        held = self.context.current_tokens
+        stored = await turn_to_refresh(self._store, held.refresh_token if held else None)
+        if stored is None:
+            self._claimed = True
+            return True
+        if stored.tokens is None and not self._consent:
+            raise AuthorizationRequired(await self._store.lost_reason() or NOT_CONNECTED)
+        self._use(stored.tokens)  # none: the SDK asks for consent
+        return False
+
+    async def _release_claim(self) -> None:
+        if self._claimed:
+            self._claimed = False
+            await self._store.release_refresh()
 
     async def _handle_token_response(self, response: httpx2.Response) -> None:
         await super()._handle_token_response(response)
@@ -320,9 +284,9 @@ class SharedGrantProvider(OAuthClientProvider):
             return True
         stored = await self._store.get_tokens()
         if stored is not None and stored.refresh_token not in (None, used):
-            # Another replica refreshed first, with the same single-use token: take its result.
-            self.context.current_tokens = stored
-            self.context.token_expiry_time = token_expiry(stored)
+            # Another replica refreshed first, with the same single-use token (it held the claim
+            # longer than the claim lasts): take its result.
+            self._use(stored)
             return True
         if self._consent:
             return False  # the SDK asks for consent again
@@ -337,23 +301,29 @@ class SharedGrantProvider(OAuthClientProvider):
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         """The SDK's flow, except that a 401 to a token we can refresh is answered by a refresh
         (the token was revoked or expired early) before anyone is asked to consent again."""
-        flow = super()._auth_flow(request)
         try:
-            outgoing = await flow.__anext__()
-            while True:
-                response = yield outgoing
-                if outgoing is request and response.status_code == 401 and self._may_refresh():
-                    break
-                outgoing = await flow.asend(response)
-        except StopAsyncIteration:
-            return
+            flow = super()._auth_flow(request)
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    response = yield outgoing
+                    if outgoing is request and response.status_code == 401 and self._may_refresh():
+                        break
+                    outgoing = await flow.asend(response)
+            except StopAsyncIteration:
+                return
+            finally:
+                await flow.aclose()
+            async with self.context.lock:
+                if await self._claim_or_take():
+                    answer = yield await self._refresh_token()
+                    await self._handle_refresh_response(answer)
+            self._add_auth_header(request)
+            yield request
         finally:
-            await flow.aclose()
-        async with self.context.lock:
-            answer = yield await self._refresh_token()
-            await self._handle_refresh_response(answer)
-        self._add_auth_header(request)
-        yield request
+            # Stored or dropped tokens ended the claim already; a refresh that failed on the
+            # way (the network, a cancelled call) must not hold the others back for its length.
+            await self._release_claim()
 
     def _may_refresh(self) -> bool:
         return not self._consent and self.context.can_refresh_token()

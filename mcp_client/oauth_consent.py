@@ -25,14 +25,9 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from pydantic import BaseModel
 
 from mcp_client.config import AuthorizationCodeAuth, MCPServerConfig
+from mcp_client.grant_store import Discovery, GrantStore
 from mcp_client.identity import client_info
-from mcp_client.oauth import (
-    Discovery,
-    GrantStore,
-    SharedGrantProvider,
-    client_metadata,
-    registered_client,
-)
+from mcp_client.oauth import SharedGrantProvider, client_metadata, registered_client
 from mcp_client.oauth_common import oauth_error
 
 TIMEOUT_SECONDS = 30.0

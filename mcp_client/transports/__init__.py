@@ -6,8 +6,9 @@ from collections.abc import Mapping
 
 from mcp_client.backend import BackendFactory, OnToolsChanged, ToolBackend
 from mcp_client.config import MCPServerConfig
+from mcp_client.grant_store import GrantStore, MemoryGrantStore
 from mcp_client.http_manifest import HTTPManifestBackend
-from mcp_client.oauth import Consent, GrantStore, MemoryGrantStore
+from mcp_client.oauth import Consent
 from mcp_client.session_backend import MCPSessionBackend
 from mcp_client.transports import sse, stdio, streamable_http
 from mcp_client.transports.access import HTTPAccess

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import httpx2
 
 from mcp_client.config import MCPServerConfig
-from mcp_client.oauth import Consent, GrantStore, http_auth
+from mcp_client.grant_store import GrantStore
+from mcp_client.oauth import Consent, http_auth
 from mcp_client.transports.headers import resolve_headers
 
 

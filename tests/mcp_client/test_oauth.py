@@ -11,7 +11,7 @@ from mcp.shared.auth import AuthorizationCodeResult
 from mcp_client import CatalogSettings, MCPServerConfig, MCPToolCatalog
 from mcp_client.config import AuthorizationCodeAuth
 from mcp_client.conformance import follow_the_redirect
-from mcp_client.oauth import MemoryGrantStore
+from mcp_client.grant_store import MemoryGrantStore
 from tests.support.oauth_mcp_server import Authority, serve_protected
 
 SETTINGS = CatalogSettings(ping_interval=300, refresh_interval=300, retry_initial=0.05)

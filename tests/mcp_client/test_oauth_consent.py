@@ -10,7 +10,7 @@ import httpx
 
 from mcp_client import CatalogSettings, MCPServerConfig, MCPToolCatalog
 from mcp_client.config import AuthorizationCodeAuth
-from mcp_client.oauth import MemoryGrantStore
+from mcp_client.grant_store import MemoryGrantStore
 from mcp_client.oauth_consent import PendingConsent, begin_consent, complete_consent
 from tests.support.oauth_mcp_server import Authority, serve_protected
 

@@ -3,7 +3,8 @@
 
 The authorization server approves every request at once (no login page) and can be told to make
 access tokens expire on issue (every request then refreshes) or to revoke everything it issued.
-It counts the grants it served, so tests see a refresh happen.
+It counts the grants it served, so tests see a refresh happen, and can hold a refresh's answer
+after rotating the token (``hold_refresh``), as a slow network would, to stage a race.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import anyio.to_thread
 import uvicorn
 from mcp.server.auth.provider import (
     AccessToken,
@@ -44,6 +46,9 @@ class Authority:
     codes: dict[str, AuthorizationCode] = field(default_factory=dict)
     refresh_tokens: dict[str, RefreshToken] = field(default_factory=dict)
     access_tokens: dict[str, AccessToken] = field(default_factory=dict)
+    # Set when a refresh token was exchanged (rotated); its answer waits for ``hold_refresh``.
+    refresh_rotated: threading.Event = field(default_factory=threading.Event)
+    hold_refresh: threading.Event | None = None
 
     def revoke_everything(self) -> None:
         self.refresh_tokens.clear()
@@ -95,7 +100,11 @@ class Authority:
     ) -> OAuthToken:
         del self.refresh_tokens[refresh_token.token]  # rotated: each refresh token works once
         self.grants["refresh_token"] += 1
-        return self._issue(refresh_token.client_id, scopes or refresh_token.scopes, None)
+        issued = self._issue(refresh_token.client_id, scopes or refresh_token.scopes, None)
+        self.refresh_rotated.set()
+        if self.hold_refresh is not None:
+            await anyio.to_thread.run_sync(self.hold_refresh.wait)
+        return issued
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         return self.access_tokens.get(token)
