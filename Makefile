@@ -75,10 +75,11 @@ clean:
 	rm -rf $(VENV) $(TOOLS) var .mypy_cache .ruff_cache .pytest_cache
 
 # The side-by-side benchmark (nginx and wrk from Debian packages, installed when missing, as
-# root like chromium above; see docs/benchmarks.md).
+# root like chromium above; see docs/benchmarks.md), and valgrind for `python -m bench.instructions`.
 bench-tools:
 	@command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx || { apt-get update && apt-get install -y --no-install-recommends nginx-light; }
 	@command -v wrk >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends wrk; }
+	@command -v valgrind >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends valgrind; }
 
 bench: install bench-tools
 	$(BIN)/python -m bench.run

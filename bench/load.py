@@ -138,6 +138,30 @@ async def _ttfb(url: str, auth: str, body: str, count: int) -> list[float]:
     return times
 
 
+async def _post_many(url: str, auth: str, body: str, count: int) -> None:
+    host, port, raw = _raw_post(url, auth, body)
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        for _ in range(count):
+            _, head = await _first_byte(reader, writer, raw)
+            if not head.startswith(b"HTTP/1.1 200"):
+                raise RuntimeError(f"{url} answered {head.splitlines()[0]!r}")
+            await _drain(reader, head)
+    finally:
+        writer.close()
+
+
+def post_exactly(url: str, auth: str, body: str, connections: int, count: int) -> None:
+    """``count`` requests (rounded down to a multiple of ``connections``), each connection
+    kept alive and posting one after another: a fixed amount of work, where wrk runs for a time."""
+    each = count // connections
+
+    async def all_connections() -> None:
+        await asyncio.gather(*(_post_many(url, auth, body, each) for _ in range(connections)))
+
+    asyncio.run(all_connections())
+
+
 def first_byte_ms(url: str, auth: str, body: str, count: int) -> tuple[float, float]:
     """p50 and p99 milliseconds to the first body byte, one request at a time, kept alive."""
     times = sorted(asyncio.run(_ttfb(url, auth, body, count)))

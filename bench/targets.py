@@ -69,7 +69,7 @@ def nginx(workdir: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
         yield process
 
 
-def _gateway_config(workdir: Path, upstream: str) -> Path:
+def gateway_config(workdir: Path, upstream: str) -> Path:
     models = [
         {
             "name": name,
@@ -97,7 +97,7 @@ def _gateway_bin() -> str:
 @contextmanager
 def gateway(workdir: Path, port: int, upstream: str, workers: int = 1) -> Iterator[tuple[int, str]]:
     """Our gateway as in production: auth, usage recording and one JSON log line a request."""
-    config = _gateway_config(workdir, upstream)
+    config = gateway_config(workdir, upstream)
     env = {"BENCH_UPSTREAM_KEY": "sk-upstream"}
     with serve_gateway(workdir, port, config, env, workers) as started:
         yield started
@@ -105,10 +105,16 @@ def gateway(workdir: Path, port: int, upstream: str, workers: int = 1) -> Iterat
 
 @contextmanager
 def serve_gateway(
-    workdir: Path, port: int, config_path: Path, extra_env: dict[str, str], workers: int = 1
+    workdir: Path,
+    port: int,
+    config_path: Path,
+    extra_env: dict[str, str],
+    workers: int = 1,
+    *,
+    under: Sequence[str] = (),
 ) -> Iterator[tuple[int, str]]:
-    """Migrates, makes a `user` key and serves ``config_path`` with ``workers`` processes;
-    yields the (supervisor's) pid and the key."""
+    """Migrates, makes a `user` key and serves ``config_path`` with ``workers`` processes, run
+    ``under`` a tool (a profiler) when given; yields the (supervisor's) pid and the key."""
     config = str(config_path)
     env = {**os.environ, **extra_env}
     cli = _gateway_bin()
@@ -121,7 +127,7 @@ def serve_gateway(
         env=env,
     )
     key = created.stdout.strip().splitlines()[-1]
-    command = [cli, "serve", "--config", config, "--host", "127.0.0.1", "--port", str(port)]
+    command = [*under, cli, "serve", "--config", config, "--host", "127.0.0.1", "--port", str(port)]
     command += ["--workers", str(workers)]
     health = f"http://127.0.0.1:{port}/healthz"
     with running(command, workdir / f"gateway-{port}.log", health, env) as process:
