@@ -10,10 +10,11 @@ until someone connects it, see ``mcp_client.oauth_consent``).
 
 from __future__ import annotations
 
+import asyncio
 import time
 import warnings
 from collections.abc import AsyncGenerator, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx2
 from mcp.client.auth import (
@@ -219,7 +220,9 @@ class SharedGrantProvider(OAuthClientProvider):
         self._store = storage
         self._registered = registered
         self._consent = consent
-        self._claimed = False  # this provider holds the claim on refreshing the grant
+        # The request (its task) holding the claim on refreshing the grant: requests share this
+        # provider, and only the one that claimed may release.
+        self._claimant: asyncio.Task[Any] | None = None
 
     async def _initialize(self) -> None:
         tokens = await self._store.get_tokens()
@@ -250,7 +253,7 @@ class SharedGrantProvider(OAuthClientProvider):
         held = self.context.current_tokens
         stored = await turn_to_refresh(self._store, held.refresh_token if held else None)
         if stored is None:
-            self._claimed = True
+            self._claimant = asyncio.current_task()
             return True
         if stored.tokens is None and not self._consent:
             raise AuthorizationRequired(await self._store.lost_reason() or NOT_CONNECTED)
@@ -258,8 +261,8 @@ class SharedGrantProvider(OAuthClientProvider):
         return False
 
     async def _release_claim(self) -> None:
-        if self._claimed:
-            self._claimed = False
+        if self._claimant is not None and self._claimant is asyncio.current_task():
+            self._claimant = None
             await self._store.release_refresh()
 
     async def _handle_token_response(self, response: httpx2.Response) -> None:
