@@ -123,6 +123,8 @@ async def _drain(reader: asyncio.StreamReader, head: bytes) -> None:
 
 
 async def _ttfb(url: str, auth: str, body: str, count: int) -> list[float]:
+    """``count`` requests one after another on one kept-alive connection; their times to the
+    first body byte."""
     host, port, raw = _raw_post(url, auth, body)
     reader, writer = await asyncio.open_connection(host, port)
     times = []
@@ -138,26 +140,13 @@ async def _ttfb(url: str, auth: str, body: str, count: int) -> list[float]:
     return times
 
 
-async def _post_many(url: str, auth: str, body: str, count: int) -> None:
-    host, port, raw = _raw_post(url, auth, body)
-    reader, writer = await asyncio.open_connection(host, port)
-    try:
-        for _ in range(count):
-            _, head = await _first_byte(reader, writer, raw)
-            if not head.startswith(b"HTTP/1.1 200"):
-                raise RuntimeError(f"{url} answered {head.splitlines()[0]!r}")
-            await _drain(reader, head)
-    finally:
-        writer.close()
-
-
 def post_exactly(url: str, auth: str, body: str, connections: int, count: int) -> None:
     """``count`` requests (rounded down to a multiple of ``connections``), each connection
     kept alive and posting one after another: a fixed amount of work, where wrk runs for a time."""
     each = count // connections
 
     async def all_connections() -> None:
-        await asyncio.gather(*(_post_many(url, auth, body, each) for _ in range(connections)))
+        await asyncio.gather(*(_ttfb(url, auth, body, each) for _ in range(connections)))
 
     asyncio.run(all_connections())
 
