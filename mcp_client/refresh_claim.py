@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -48,24 +47,18 @@ class Stored:
     tokens: OAuthToken | None
 
 
-async def turn_to_refresh(
-    store: RefreshClaims,
-    used: str | None,
-    *,
-    claim_seconds: float = REFRESH_CLAIM_SECONDS,
-    clock: Callable[[], float] = time.monotonic,
-) -> Stored | None:
+async def turn_to_refresh(store: RefreshClaims, used: str | None) -> Stored | None:
     """None when the caller holds the claim and should refresh with ``used`` (the refresh token
     it holds); otherwise the tokens that replaced ``used``. Waits while another replica holds
     the claim; past the claim's length (clocks may disagree) it lets the caller refresh."""
-    deadline = clock() + claim_seconds
+    deadline = time.monotonic() + REFRESH_CLAIM_SECONDS
     while True:
-        claimed = await store.claim_refresh(claim_seconds)
+        claimed = await store.claim_refresh(REFRESH_CLAIM_SECONDS)
         tokens = await store.get_tokens()
         if tokens is None or tokens.refresh_token != used:
             if claimed:
                 await store.release_refresh()
             return Stored(tokens)
-        if claimed or clock() > deadline:
+        if claimed or time.monotonic() > deadline:
             return None
         await asyncio.sleep(WAIT_STEP_SECONDS)
