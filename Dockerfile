@@ -19,6 +19,8 @@ WORKDIR /src
 COPY pyproject.toml uv.lock ./
 RUN uv sync --frozen --no-dev --no-install-project
 COPY gateway ./gateway
+COPY notifications ./notifications
+COPY accounts ./accounts
 COPY chat_service ./chat_service
 COPY governance ./governance
 COPY llm_service ./llm_service

@@ -35,10 +35,10 @@ from typing import Any
 
 import uvicorn
 
+from accounts.keys import KeyStore
 from bench.stats import percentile
 from db.engine import create_engine, session_factory
 from gateway.app import create_app
-from gateway.keys import KeyStore
 from gateway.settings import Settings
 from llm_service.types import ToolSpec
 from mcp_client.types import (

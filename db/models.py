@@ -37,11 +37,11 @@ class ApiKey(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     team: Mapped[str | None] = mapped_column(String(200), nullable=True, index=True)
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
-    # Written at most about once a minute per key (gateway/key_usage.py).
+    # Written at most about once a minute per key (accounts/key_usage.py).
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # null: every model its roles allow; a list: only these of them.
     allowed_models: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
-    # The key's own limits (gateway.limits.config.KeyLimits), applied on top of its roles'.
+    # The key's own limits (accounts.limits.config.KeyLimits), applied on top of its roles'.
     limits: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # Set on the row standing for a person who signs in to the admin UI with SSO ("issuer#sub"):
     # its secret is random and never shown, so it is an identity, never a usable key.

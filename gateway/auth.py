@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from accounts.principals import Principal
 from gateway.context import request_context
 from gateway.errors import AuthenticationFailed, PermissionDenied
-from gateway.keys import Principal
 from gateway.services import Services, get_services
 from llm_service.config import ModelConfig
 from llm_service.registry import role_allows

@@ -22,10 +22,10 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from accounts.principals import Principal
 from gateway.auth import authenticate, authorize_model
 from gateway.context import RequestContext, request_context
 from gateway.input_guard import guards_body
-from gateway.keys import Principal
 from gateway.responses import json_response
 from gateway.server_tools import run_server_tools
 from gateway.services import Services, get_services

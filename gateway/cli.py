@@ -13,9 +13,9 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError
 
+from accounts.keys import KeyStore
 from db.engine import create_engine, session_factory
 from gateway.database_check import unreachable_reason
-from gateway.keys import KeyStore
 from gateway.settings import ConfigError, Settings, load_settings
 
 DEFAULT_CONFIG = Path("config/gateway.yaml")

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import Response
 
+from accounts.principals import Principal
 from chat_service.errors import ConversationNotFound
 from chat_service.events import TurnEvent, TurnSummary
 from chat_service.store import ConversationInfo
@@ -18,7 +19,6 @@ from chat_service.tool_inputs import call_of
 from gateway import sse
 from gateway.auth import CurrentPrincipal, ServicesDep, authenticate, authorize_model
 from gateway.chat_route import json_body
-from gateway.keys import Principal
 from gateway.responses import json_response
 from gateway.services import Services, get_services
 from gateway.sse import EventStreamResponse

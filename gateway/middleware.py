@@ -11,10 +11,10 @@ import structlog
 from opentelemetry.trace import NoOpTracer, Span, Tracer
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from accounts.usage import UsageEntry
 from gateway.context import RequestContext
 from gateway.errors import ErrorInfo, shaped_error_body
 from gateway.metrics import GatewayMetrics
-from gateway.usage import UsageEntry
 from llm_service.spans import span
 
 log = structlog.get_logger("gateway.access")

@@ -13,8 +13,8 @@ import asyncio
 import contextlib
 from dataclasses import dataclass
 
+from accounts.principals import Principal
 from chat_service.events import TurnStatus, TurnSummary, summarize
-from gateway.keys import Principal
 from gateway.services import Services
 from llm_service.errors import InvalidRequest, UpstreamError
 from llm_service.types import ChatRequest, SystemMessage, UserMessage

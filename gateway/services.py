@@ -10,6 +10,17 @@ from fastapi import Request
 from opentelemetry.trace import Tracer
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from accounts.keys import KeyStore
+from accounts.limits.alerts import audit_budget_alert
+from accounts.limits.budgets import BudgetAlert, BudgetAlertSink
+from accounts.limits.counters import Counters, MemoryCounters
+from accounts.limits.limiter import KeyLimiter
+from accounts.limits.sign_in import SignInThrottle
+from accounts.pricing import PriceBook, litellm_price_table
+from accounts.principals import Principal
+from accounts.retention import RetentionJob
+from accounts.teams import TeamStore
+from accounts.usage import UsageEntry, UsageRecorder
 from chat_service.approvals import Approvals, DecisionObserver
 from chat_service.background import BackgroundTurns
 from chat_service.call_hooks import CallListeners
@@ -23,21 +34,9 @@ from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
 from db.transactions import Transactions
 from gateway.admin.sso.client import OidcClient
-from gateway.keys import KeyStore, Principal
-from gateway.limits.alerts import audit_budget_alert
-from gateway.limits.budgets import BudgetAlert, BudgetAlertSink
-from gateway.limits.counters import Counters, MemoryCounters
-from gateway.limits.limiter import KeyLimiter
-from gateway.limits.sign_in import SignInThrottle
 from gateway.metrics import GatewayMetrics
-from gateway.notifications.notifier import Notifier, RequesterLookup
-from gateway.notifications.payloads import Requester
-from gateway.pricing import PriceBook, litellm_price_table
-from gateway.retention import RetentionJob
 from gateway.settings import Settings, token_seal
-from gateway.teams import TeamStore
 from gateway.tool_call_events import tool_call_moved
-from gateway.usage import UsageEntry, UsageRecorder
 from governance import ToolGovernance, build_tool_governance
 from governance.server_grants import ServerGrants
 from llm_service.errors import ModelNotFound
@@ -45,6 +44,8 @@ from llm_service.registry import AdapterFactory, ModelRegistry
 from llm_service.router import Router
 from llm_service.types import ChatResponse
 from mcp_client.types import ToolCatalog
+from notifications.notifier import Notifier, RequesterLookup
+from notifications.payloads import Requester
 
 log = structlog.get_logger("gateway.services")
 
@@ -110,7 +111,11 @@ class Services:
         usage.start()
         router = Router(registry, tracer=tracer)
         notifier = Notifier.build(
-            settings.notifications, sessions, environ, metrics, _requesters(keys)
+            settings.notifications,
+            sessions,
+            environ,
+            metrics.observe_webhook_delivery,
+            _requesters(keys),
         )
         notifier.start()
         limits = _key_limiter(settings, prices, _budget_sink(sessions, notifier))
@@ -312,7 +317,7 @@ def _key_limiter(settings: Settings, prices: PriceBook, on_alert: BudgetAlertSin
     counters: Counters = MemoryCounters()
     if settings.redis_url:
         # Imported only when configured: the Redis client is tens of MB of resident memory.
-        from gateway.limits.redis_counters import RedisCounters
+        from accounts.limits.redis_counters import RedisCounters
 
         counters = RedisCounters(settings.redis_url, settings.redis_key_prefix)
     return KeyLimiter(settings.key_limits, counters, prices, on_alert=on_alert)

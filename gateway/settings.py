@@ -23,13 +23,12 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from accounts.limits.config import KeyLimitsConfig
+from accounts.retention import RetentionJobSettings
 from chat_service.config import ToolLoopSettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
 from gateway.admin.sso.config import OidcSettings
-from gateway.limits.config import KeyLimitsConfig
 from gateway.mcp_server.config import McpServerSettings
-from gateway.notifications.config import NotificationSettings
-from gateway.retention import RetentionJobSettings
 from gateway.settings_env import (
     ENV_PREFIX,
     referenced_variables,
@@ -40,6 +39,7 @@ from gateway.tracing import TracingSettings
 from governance import PinningSettings, ToolPolicySettings
 from llm_service.config import ModelConfig
 from mcp_client.config import AuthorizationCodeAuth, CatalogSettings, MCPServerConfig
+from notifications.config import NotificationSettings
 
 
 class ConfigError(Exception):

@@ -17,13 +17,26 @@ ROOT = Path(__file__).resolve().parents[1]
 OUTSIDE_THE_RULE = frozenset({"tests", "bench"})
 
 # Each package of ours, and the packages of ours its modules may import (their own aside).
-# gateway -> chat_service -> governance -> mcp_client; chat_service -> llm_service;
+# gateway -> notifications -> accounts -> governance; gateway -> chat_service -> governance ->
+# mcp_client; chat_service -> llm_service;
 # adapters -> llm_service (llm_service never imports adapters); db below all; mcp_client
 # imports none of the others; migrations only db (and the CLI runs them).
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "gateway": frozenset(
-        {"chat_service", "governance", "llm_service", "mcp_client", "db", "migrations", "adapters"}
+        {
+            "notifications",
+            "accounts",
+            "chat_service",
+            "governance",
+            "llm_service",
+            "mcp_client",
+            "db",
+            "migrations",
+            "adapters",
+        }
     ),
+    "notifications": frozenset({"accounts", "chat_service", "governance", "db"}),
+    "accounts": frozenset({"governance", "llm_service", "db"}),
     "chat_service": frozenset({"governance", "llm_service", "mcp_client", "db"}),
     "governance": frozenset({"llm_service", "mcp_client", "db"}),
     "adapters": frozenset({"llm_service", "db"}),

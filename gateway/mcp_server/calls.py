@@ -18,6 +18,7 @@ from opentelemetry.trace import Tracer
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from accounts.principals import Principal
 from chat_service.call_hooks import CallListeners
 from chat_service.config import ToolLoopSettings
 from chat_service.events import Stored, ToolCallProgress, TurnEvent
@@ -27,7 +28,6 @@ from chat_service.tool_call_view import CallState, ToolCallView, arguments_hash
 from chat_service.tool_calls import Move, ToolCallStore
 from db.base import utcnow
 from db.models import Conversation, ToolCallRecord
-from gateway.keys import Principal
 from governance import ToolGovernance
 from llm_service.types import ToolCall
 

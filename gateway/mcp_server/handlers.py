@@ -12,16 +12,16 @@ import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from opentelemetry.trace import Tracer
 
+from accounts.limits.limiter import RateLimited
+from accounts.principals import Principal
+from accounts.usage import UsageEntry
 from chat_service.events import ToolCallProgress
 from chat_service.tool_call_view import SETTLED, CallState, ToolCallView
-from gateway.keys import Principal
-from gateway.limits.limiter import RateLimited
 from gateway.mcp_server.calls import CANCELLED, GovernedCalls, OnProgress
 from gateway.mcp_server.cancellation import InFlight, cancel_once
 from gateway.mcp_server.listing import mcp_tools
 from gateway.mcp_server.waiting import wait_for_decision
 from gateway.services import Services
-from gateway.usage import UsageEntry
 
 # Where a call's result names the gateway's record of it (the id approvals and audit use).
 RESULT_META_KEY = "llm-gateway/tool_call"

@@ -19,11 +19,11 @@ from fastapi import APIRouter, Query
 from starlette.requests import Request
 from starlette.responses import Response
 
+from accounts.principals import Principal
 from gateway import sse
 from gateway.auth import CurrentPrincipal, ServicesDep, authenticate, authorize_model
 from gateway.chat_route import event_stream, json_body, require_chat_model, served_headers
 from gateway.context import RequestContext, request_context
-from gateway.keys import Principal
 from gateway.providers import TOOL_SCHEMA_CONVERTERS
 from gateway.responses import json_response
 from gateway.responses_api.builtin_tools import mapped_builtins

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from accounts.keys import KeyStore
 from db.engine import create_engine, session_factory
 from gateway.cli import main
-from gateway.keys import KeyStore
 from gateway.settings import ConfigError, load_settings
 
 REPO = Path(__file__).resolve().parents[2]

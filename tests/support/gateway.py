@@ -8,9 +8,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from accounts.keys import KeyStore
 from db.engine import create_engine, session_factory
 from gateway.app import create_app
-from gateway.keys import KeyStore
 from gateway.settings import Settings
 from mcp_client.types import ToolCatalog
 from migrations.commands import upgrade

@@ -11,9 +11,9 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
+from accounts.principals import Principal
 from chat_service.tool_call_view import CallState
 from gateway.auth import AdminPrincipal, ServicesDep
-from gateway.keys import Principal
 from gateway.responses import json_response
 from gateway.services import Services
 

@@ -11,11 +11,11 @@ from fastapi import APIRouter
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
+from accounts.keys import KeyInfo
+from accounts.limits.config import KeyLimits
 from gateway.admin import RowId
 from gateway.admin.api.teams import TEAM_PATTERN
 from gateway.auth import AdminPrincipal, ServicesDep
-from gateway.keys import KeyInfo
-from gateway.limits.config import KeyLimits
 from gateway.responses import json_response
 from llm_service.errors import GatewayError, InvalidRequest
 

@@ -7,10 +7,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path
 from starlette.responses import Response
 
+from accounts.limits.config import TeamBudget
+from accounts.teams import TeamInfo
 from gateway.auth import AdminPrincipal, ServicesDep
-from gateway.limits.config import TeamBudget
 from gateway.responses import json_response
-from gateway.teams import TeamInfo
 
 router = APIRouter(prefix="/v1/admin/teams", tags=["admin"])
 TEAM_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}$"

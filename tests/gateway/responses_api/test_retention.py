@@ -8,10 +8,10 @@ from datetime import timedelta
 
 from sqlalchemy import insert, select
 
+from accounts.retention import RetentionJob, RetentionJobSettings, RetentionResult
 from db.base import utcnow
 from db.engine import create_engine, session_factory
 from db.models import StoredResponse
-from gateway.retention import RetentionJob, RetentionJobSettings, RetentionResult
 from migrations.commands import upgrade
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from tests.gateway.limits.test_shared_limits import _admitted_before_429
+from tests.accounts.limits.test_shared_limits import _admitted_before_429
 from tests.support.gateway import RunningGateway, running_gateway
 
 MODELS = [{"name": "mock", "provider": "mock"}, {"name": "other", "provider": "mock"}]

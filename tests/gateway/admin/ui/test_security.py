@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 from starlette.requests import Request
 from starlette.responses import Response
 
+from accounts.keys import KeyStore
 from db.engine import create_engine, session_factory
 from gateway.admin.ui.security import SESSION_COOKIE, set_cookie
 from gateway.admin.ui.sessions import AdminSessions
-from gateway.keys import KeyStore
 from migrations.commands import upgrade
 
 

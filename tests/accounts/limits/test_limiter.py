@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.keys import Principal
-from gateway.limits.config import KeyLimits, KeyLimitsConfig
-from gateway.limits.counters import MemoryCounters
-from gateway.limits.limiter import BudgetExceeded, KeyLimiter, RateLimited
-from gateway.pricing import PriceBook, from_config
+from accounts.limits.config import KeyLimits, KeyLimitsConfig
+from accounts.limits.counters import MemoryCounters
+from accounts.limits.limiter import BudgetExceeded, KeyLimiter, RateLimited
+from accounts.pricing import PriceBook, from_config
+from accounts.principals import Principal
 from llm_service.config import Price
 from llm_service.types import Usage
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from tests.gateway.notifications.test_webhooks import SECRET, _all_delivered, _assert_signed
+from tests.notifications.test_webhooks import SECRET, _all_delivered, _assert_signed
 from tests.support.gateway import running_gateway
 from tests.support.servers import serve
 from tests.support.tool_loop import MODELS, make_catalog

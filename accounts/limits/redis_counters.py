@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import redis.asyncio as redis
 
-from gateway.limits.counters import CountersUnavailable
+from accounts.limits.counters import CountersUnavailable
 
 
 class RedisCounters:

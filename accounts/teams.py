@@ -12,9 +12,9 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from accounts.limits.config import TeamBudget
 from db.base import utcnow
 from db.models import ApiKey, AuditEvent, Team
-from gateway.limits.config import TeamBudget
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from gateway.keys import Principal
-from gateway.limits.config import KeyLimits
+from accounts.limits.config import KeyLimits
+from accounts.principals import Principal
 
 DAY = 86_400
 ALERT_THRESHOLDS = (0.8, 1.0)

@@ -22,13 +22,13 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from accounts.limits.budgets import BudgetAlert
 from chat_service.tool_call_view import ToolCallView
 from db.base import utcnow
-from gateway.limits.budgets import BudgetAlert
-from gateway.metrics import GatewayMetrics
-from gateway.notifications.config import NotificationSettings, WebhookConfig
-from gateway.notifications.outbox import Delivery, Outbox, new_delivery_id
-from gateway.notifications.payloads import (
+from governance import PinView
+from notifications.config import NotificationSettings, WebhookConfig
+from notifications.outbox import Delivery, Outbox, new_delivery_id
+from notifications.payloads import (
     Requester,
     body,
     budget_data,
@@ -38,12 +38,13 @@ from gateway.notifications.payloads import (
     signature,
     slack_text,
 )
-from governance import PinView
 
-log = structlog.get_logger("gateway.notifications")
+log = structlog.get_logger("notifications")
 
 # Who a key belongs to, for the payloads (the gateway's key store answers).
 RequesterLookup = Callable[[int], Awaitable[Requester]]
+# Told each delivery's event and outcome (the gateway counts them in its metrics).
+DeliveryObserver = Callable[[str, str], None]
 
 
 class Notifier:
@@ -53,7 +54,7 @@ class Notifier:
         outbox: Outbox,
         secrets: Mapping[str, str | None],
         urls: Mapping[str, str | None],
-        metrics: GatewayMetrics,
+        on_delivery: DeliveryObserver,
         *,
         requesters: RequesterLookup | None = None,
     ) -> None:
@@ -63,7 +64,7 @@ class Notifier:
         self._webhooks = {webhook.name: webhook for webhook in settings.webhooks}
         self._secrets = secrets  # secret_env -> its value (None: unset)
         self._urls = urls  # webhook name -> its URL (None: its url_env is unset)
-        self._metrics = metrics
+        self._on_delivery = on_delivery
         self._wake = asyncio.Event()
         self._pending: set[asyncio.Task[None]] = set()
         self._loop: asyncio.Task[None] | None = None
@@ -75,7 +76,7 @@ class Notifier:
         settings: NotificationSettings,
         sessions: async_sessionmaker[AsyncSession],
         environ: Mapping[str, str],
-        metrics: GatewayMetrics,
+        on_delivery: DeliveryObserver,
         requesters: RequesterLookup | None = None,
     ) -> Notifier:
         names = {w.secret_env for w in settings.webhooks if w.secret_env is not None}
@@ -90,7 +91,7 @@ class Notifier:
         for webhook in settings.webhooks:
             if urls[webhook.name] is None:
                 log.warning("webhook_url_unset", webhook=webhook.name, url_env=webhook.url_env)
-        return cls(settings, Outbox(sessions), secrets, urls, metrics, requesters=requesters)
+        return cls(settings, Outbox(sessions), secrets, urls, on_delivery, requesters=requesters)
 
     @property
     def outbox(self) -> Outbox:
@@ -175,7 +176,7 @@ class Notifier:
             error = await self._post(webhook, delivery)
         if error is None:
             await self._outbox.delivered(delivery)
-            self._metrics.observe_webhook_delivery(delivery.event, "delivered")
+            self._on_delivery(delivery.event, "delivered")
             return
         attempt = delivery.attempts + 1
         retry_at = None
@@ -184,7 +185,7 @@ class Notifier:
             retry_at = utcnow() + timedelta(seconds=min(backoff, self._settings.retry_max_seconds))
         await self._outbox.failed(delivery, error, retry_at)
         outcome = "failed" if retry_at is not None else "gave_up"
-        self._metrics.observe_webhook_delivery(delivery.event, outcome)
+        self._on_delivery(delivery.event, outcome)
         log.warning(
             "webhook_delivery_failed",
             delivery_id=delivery.id,

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gateway.limits.counters import Counters, CountersUnavailable, MemoryCounters
+from accounts.limits.counters import Counters, CountersUnavailable, MemoryCounters
 
 MINUTE = 60
 

@@ -13,42 +13,18 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from accounts.key_usage import LastUsed
+from accounts.limits.config import KeyLimits, TeamBudget
+from accounts.principals import Principal
 from db.base import utcnow
 from db.models import ApiKey, AuditEvent, Team
 from db.transactions import Transactions, json_of, utc
-from gateway.key_usage import LastUsed
-from gateway.limits.config import KeyLimits, TeamBudget
 from governance import KeyState
 
 KEY_PREFIX = "gw-"
 # What an admin may change on a key after creating it (roles and the secret stay as made).
 EDITABLE = ("name", "owner", "team", "expires_at", "allowed_models", "limits")
 _CACHE_LIMIT = 10_000
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """Who is calling: the key's identity and roles, and its settings an admin may change."""
-
-    key_id: int
-    name: str
-    roles: frozenset[str]
-    owner: str = ""  # the person or service the key belongs to
-    team: str | None = None
-    allowed_models: frozenset[str] | None = None  # None: whatever its roles allow
-    limits: KeyLimits | None = None  # the key's own, applied on top of its roles'
-    team_budget: TeamBudget | None = None
-    expires_at: datetime | None = None
-
-    @property
-    def is_admin(self) -> bool:
-        return "admin" in self.roles
-
-    def may_use(self, alias: str) -> bool:
-        return self.allowed_models is None or alias in self.allowed_models
-
-    def expired(self, now: datetime) -> bool:
-        return self.expires_at is not None and self.expires_at <= now
 
 
 @dataclass(frozen=True, slots=True)

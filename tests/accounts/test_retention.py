@@ -8,11 +8,11 @@ from datetime import timedelta
 
 from sqlalchemy import func, insert, select
 
+from accounts.retention import RetentionJob, RetentionJobSettings, RetentionResult
 from db.base import utcnow
 from db.engine import create_engine, session_factory
 from db.models import AuditEvent
 from db.usage_models import UsageHourly, UsageRecord
-from gateway.retention import RetentionJob, RetentionJobSettings, RetentionResult
 from migrations.commands import upgrade
 
 

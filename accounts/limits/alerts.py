@@ -9,10 +9,10 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from accounts.limits.budgets import BudgetAlert, BudgetAlertSink
 from db.models import AuditEvent
-from gateway.limits.budgets import BudgetAlert, BudgetAlertSink
 
-log = structlog.get_logger("gateway.limits")
+log = structlog.get_logger("accounts.limits")
 ACTION = "budget.threshold_crossed"
 
 

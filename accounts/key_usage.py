@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from db.base import utcnow
 from db.models import ApiKey
 
-log = structlog.get_logger("gateway.key_usage")
+log = structlog.get_logger("accounts.key_usage")
 NOTE_EVERY_SECONDS = 60.0
 WRITE_EVERY_SECONDS = 15.0
 _LIMIT = 100_000

@@ -8,11 +8,11 @@ import sqlite3
 
 from sqlalchemy import select
 
+from accounts.pricing import PriceBook
+from accounts.usage import UsageEntry, UsageRecorder
 from db.engine import create_engine, session_factory
 from db.transactions import Transactions
 from db.usage_models import UsageRecord
-from gateway.pricing import PriceBook
-from gateway.usage import UsageEntry, UsageRecorder
 from migrations.commands import upgrade
 
 

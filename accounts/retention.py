@@ -29,7 +29,7 @@ from db.base import utcnow
 from db.models import AuditEvent, MaintenanceLease, StoredResponse
 from db.usage_models import UsageRecord
 
-log = structlog.get_logger("gateway.retention")
+log = structlog.get_logger("accounts.retention")
 LEASE = "retention"
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.gateway.limits.test_shared_limits import REDIS_URL, _redis_or_skip
+from tests.accounts.limits.test_shared_limits import REDIS_URL, _redis_or_skip
 from tests.support.gateway import RunningGateway, running_gateway
 
 # Mock usage is estimated at four characters a token; at 0.1 USD a token each call costs dollars.

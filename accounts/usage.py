@@ -1,5 +1,5 @@
 """Usage accounting, written in batches off the request path and flushed on shutdown; each batch
-also adds to the hourly rollups (``gateway.usage_rollup``) that reports read."""
+also adds to the hourly rollups (``accounts.usage_rollup``) that reports read."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from datetime import UTC, datetime
 
 import structlog
 
+from accounts.pricing import PriceBook
+from accounts.usage_rollup import rollup_statements, rollups
 from db.transactions import DATABASE_ERRORS, Operation, Transactions, insert_sql
-from gateway.pricing import PriceBook
-from gateway.usage_rollup import rollup_statements, rollups
 from llm_service.types import Usage
 
-log = structlog.get_logger("gateway.usage")
+log = structlog.get_logger("accounts.usage")
 _MAX_PENDING = 100_000
 # Rows per INSERT: 1,700 values, within both databases' limit on a statement's parameters.
 _SLICE = 100

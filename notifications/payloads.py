@@ -8,8 +8,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from accounts.limits.budgets import BudgetAlert
 from chat_service.tool_call_view import CallState, ToolCallView
-from gateway.limits.budgets import BudgetAlert
 from governance import PinView
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from sqlalchemy import event
 
+from accounts.keys import KeyStore
 from db.base import utcnow
 from db.engine import create_engine, session_factory
-from gateway.keys import KeyStore
 from migrations.commands import upgrade
 
 

@@ -1,7 +1,7 @@
 """Per-key requests and tokens per minute, and key and team spend per day and month.
 
 A key's limits are its roles' (``key_limits``) tightened by its own (set by an admin); its team's
-budgets apply on top (``gateway.limits.budgets``). Fixed windows (the minute, the UTC day or
+budgets apply on top (``accounts.limits.budgets``). Fixed windows (the minute, the UTC day or
 month) keep the check to one counter read or
 increment per limit, which Redis makes atomic across replicas. Tokens and spend are known only
 after the answer, so they are charged then and checked before the next request: a key may
@@ -12,20 +12,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
+from typing import Protocol
 
 import structlog
 
-from gateway.context import RequestContext
-from gateway.keys import Principal
-from gateway.limits.budgets import Budget, BudgetAlert, BudgetAlertSink, budgets
-from gateway.limits.config import KeyLimits, KeyLimitsConfig
-from gateway.limits.counters import Counters, CountersUnavailable
-from gateway.pricing import PriceBook
+from accounts.limits.budgets import Budget, BudgetAlert, BudgetAlertSink, budgets
+from accounts.limits.config import KeyLimits, KeyLimitsConfig
+from accounts.limits.counters import Counters, CountersUnavailable
+from accounts.pricing import PriceBook
+from accounts.principals import Principal
 from llm_service.errors import GatewayError
 from llm_service.types import Usage
 
-log = structlog.get_logger("gateway.limits")
+log = structlog.get_logger("accounts.limits")
 MINUTE = 60
+
+
+class CarriesUsage(Protocol):
+    """What a streamed answer leaves behind once its body is sent: the usage it reported."""
+
+    @property
+    def usage(self) -> Usage | None: ...
 
 
 class RateLimited(GatewayError):
@@ -113,7 +120,7 @@ class KeyLimiter:
                     await self._on_alert(alert)
 
     def charge_after(
-        self, body: AsyncIterator[bytes], principal: Principal, alias: str, context: RequestContext
+        self, body: AsyncIterator[bytes], principal: Principal, alias: str, context: CarriesUsage
     ) -> AsyncIterator[bytes]:
         """The streamed body, which charges the usage its end recorded; as it is without limits."""
         if _unlimited(principal, self.limits_for(principal)):
@@ -121,7 +128,7 @@ class KeyLimiter:
         return self._charged_after(body, principal, alias, context)
 
     async def _charged_after(
-        self, body: AsyncIterator[bytes], principal: Principal, alias: str, context: RequestContext
+        self, body: AsyncIterator[bytes], principal: Principal, alias: str, context: CarriesUsage
     ) -> AsyncIterator[bytes]:
         async for chunk in body:
             yield chunk
