@@ -23,6 +23,7 @@ COPY notifications ./notifications
 COPY accounts ./accounts
 COPY chat_service ./chat_service
 COPY governance ./governance
+COPY tool_servers ./tool_servers
 COPY llm_service ./llm_service
 COPY mcp_client ./mcp_client
 COPY adapters ./adapters

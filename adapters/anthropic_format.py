@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from adapters.reasoning import MIN_BUDGET, budget_of, is_off
 from adapters.schemas import anthropic_input_schema
 from llm_service.errors import InvalidRequest
 from llm_service.types import (
+    JSON,
     AssistantMessage,
     CacheControl,
     ChatRequest,
@@ -22,8 +21,6 @@ from llm_service.types import (
     ToolSpec,
     UserMessage,
 )
-
-JSON = dict[str, Any]
 
 # The Messages API requires max_tokens; this is used when neither caller nor config sets one.
 DEFAULT_MAX_TOKENS = 4096

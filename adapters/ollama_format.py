@@ -6,12 +6,11 @@ Arguments travel as JSON objects (not strings) both ways, and a tool result name
 
 from __future__ import annotations
 
-from typing import Any
-
 from adapters.reasoning import effort_of, is_off
 from adapters.schemas import ollama_parameters
 from adapters.tool_results import ERROR_PREFIX
 from llm_service.types import (
+    JSON,
     AssistantMessage,
     ChatRequest,
     ImagePart,
@@ -25,8 +24,6 @@ from llm_service.types import (
     ToolSpec,
     UserMessage,
 )
-
-JSON = dict[str, Any]
 
 
 def request_body(request: ChatRequest, model: str, default_max_tokens: int | None) -> JSON:

@@ -5,13 +5,12 @@ Shared by every adapter that speaks that format (OpenAI, vLLM, llama.cpp, Azure,
 
 from __future__ import annotations
 
-from typing import Any
-
 from adapters.reasoning import effort_of
 from adapters.schemas import openai_parameters
 from adapters.tool_results import result_text, text_only_results
 from llm_service.assemble import arguments_json
 from llm_service.types import (
+    JSON,
     AssistantMessage,
     ChatRequest,
     ImagePart,
@@ -25,8 +24,6 @@ from llm_service.types import (
     ToolSpec,
     UserMessage,
 )
-
-JSON = dict[str, Any]
 
 
 def format_message(message: Message) -> JSON:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -25,6 +24,7 @@ from adapters.openai import PROVIDER, OpenAIAdapter
 from llm_service.config import ModelConfig
 from llm_service.errors import UpstreamBadRequest, UpstreamProtocolError, UpstreamServerError
 from llm_service.types import (
+    JSON,
     ResponsesAnswer,
     ResponsesCall,
     ResponsesDone,
@@ -33,7 +33,6 @@ from llm_service.types import (
     Usage,
 )
 
-JSON = dict[str, Any]
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 # The events that end a stream with a response the caller can use (``response.failed`` and
 # ``error`` end it with a failure).

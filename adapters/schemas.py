@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-JSON = dict[str, Any]
+from llm_service.types import JSON
 
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 # Keys whose value is one sub-schema, and keys whose value maps names to sub-schemas.

@@ -12,7 +12,7 @@ In one process: the gateway app (``create_app``, SQLite, a real key) over a stat
   (auth, the log line, the route stack) under it;
 - the per-turn assembly a model call makes (``TurnRunner._model_call``): the tools visible to
   the key's roles, as ``ToolSpec`` tuples, called directly; and the same from
-  ``ToolGovernance.tool_specs``, which keeps the tuple with the offer;
+  ``Offer.specs``, which keeps the tuple with the offer;
 - what a change costs the next caller: the visible tools asked for right after one server's
   tool list changed, and for a role set not asked for before (everything worked out anew).
 """
@@ -27,7 +27,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -114,20 +114,14 @@ class StaticCatalog:
     def bundle_names(self) -> list[str]:
         return []
 
-    def get_tools_for_llm(
-        self, roles: Iterable[str], bundle: str | None = None
-    ) -> list[StandardizedTool]:
-        wanted = set(roles)
-        return [tool for tool in self._tools.values() if not tool.roles.isdisjoint(wanted)]
-
     def get(self, name: str) -> StandardizedTool | None:
         return self._tools.get(name)
 
     def all_tools(self) -> list[StandardizedTool]:
         return list(self._tools.values())
 
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], timeout: float | None = None
+    async def run(
+        self, tool: StandardizedTool, arguments: dict[str, Any], timeout: float | None = None
     ) -> ToolResult:
         return ToolResult("unused", is_error=True)
 
@@ -240,19 +234,19 @@ def measure(requests: int = 500) -> dict[str, float]:
         roles = frozenset({"user"})
 
         def assemble() -> None:
-            tools = governance.visible_tools(roles, None)
+            tools = governance.offer(roles, None).tools
             tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools)
 
         assembly_times = _timed(requests, assemble)
-        kept_specs = _timed(requests, lambda: governance.tool_specs(roles, None))
+        kept_specs = _timed(requests, lambda: governance.offer(roles, None).specs)
         one_server = _timed(50, lambda: (catalog.change("server7"), assemble()))
         roles_seen = iter(range(10**6))
-        fresh = _timed(50, lambda: governance.visible_tools({"user", f"r{next(roles_seen)}"}))
+        fresh = _timed(50, lambda: governance.offer({"user", f"r{next(roles_seen)}"}).tools)
     return {
         "GET /v1/tools p50 ms": _p50_ms(http_times),
         "GET /v1/models p50 ms (the same stack, a small answer)": _p50_ms(floor),
         "per-turn tool assembly p50 ms": _p50_ms(assembly_times),
-        "assembly from the offer's kept ToolSpecs (tool_specs) p50 ms": _p50_ms(kept_specs),
+        "assembly from the offer's kept ToolSpecs (Offer.specs) p50 ms": _p50_ms(kept_specs),
         "assembly after one server's tools changed p50 ms": _p50_ms(one_server),
         "visible tools for a new role set p50 ms": _p50_ms(fresh),
         "load": os.getloadavg()[0],

@@ -19,9 +19,10 @@ from chat_service.errors import (
     SelfApprovalForbidden,
     ToolCallNotFound,
 )
-from chat_service.policy_checks import PolicyChecks, result_message
+from chat_service.policy_checks import PolicyChecks
 from chat_service.tool_call_view import ApprovalMark, CallState, ToolCallView
-from chat_service.tool_calls import Move, ToolCallStore
+from chat_service.tool_calls import ToolCallStore
+from chat_service.transitions import Approve, Decision, Expire, Reject
 from db.base import utcnow
 from governance import Denial, KeyState, Stage, ToolGovernance
 
@@ -99,11 +100,7 @@ class Approvals:
         if not verdict.allowed:
             # The call ends here, and the model is told why; the approver hears it too.
             denial = self._checks.denial(
-                call,
-                CallState.AWAITING_APPROVAL,
-                verdict.reason or "",
-                approver_key_id,
-                self._decision(approver_key_id, reason),
+                call, verdict.reason or "", self._decision(approver_key_id, reason)
             )
             denied = await self._calls.move(call.record_id, denial)
             if denied is None:
@@ -117,11 +114,8 @@ class Approvals:
         required = max(call.approvals_required, verdict.approvals_required)
         if required > 1:
             return await self._count_approval(call, approver_key_id, reason, required)
-        approve = Move(
-            CallState.AWAITING_APPROVAL,
-            CallState.APPROVED,
-            changes=self._decision(approver_key_id, reason),
-            actor_key_id=approver_key_id,
+        approve = Approve(
+            decision=self._decision(approver_key_id, reason), actor_key_id=approver_key_id
         )
         return await self._calls.move(call.record_id, approve)
 
@@ -150,11 +144,12 @@ class Approvals:
                     "You approved this call already; it needs another admin's approval."
                 )
             mark = ApprovalMark(approver_key_id, owner, self._clock(), reason)
-            release = len(current.approvals) + 1 >= required
-            changes = self._decision(approver_key_id, reason) if release else None
-            moved = await self._calls.add_approval(current, mark, changes, required)
+            releases = len(current.approvals) + 1 >= required
+            decision = self._decision(approver_key_id, reason)
+            release = Approve(decision=decision, actor_key_id=approver_key_id) if releases else None
+            moved = await self._calls.add_approval(current, mark, release, required)
             if moved is not None:
-                if changes is None:
+                if release is None:
                     # Nothing moved, so the move's own log event does not say it.
                     log.info(
                         "tool_call_partially_approved",
@@ -171,35 +166,16 @@ class Approvals:
     async def _reject(
         self, call: ToolCallView, approver_key_id: int, reason: str | None
     ) -> ToolCallView | None:
-        text = f"Rejected by reviewer: {reason or 'no reason given'}"
-        reject = Move(
-            CallState.AWAITING_APPROVAL,
-            CallState.REJECTED,
-            changes={**self._decision(approver_key_id, reason), **self._settled(text)},
-            actor_key_id=approver_key_id,
-            result_message=result_message(call, text, True),
+        reject = Reject(
+            decision=self._decision(approver_key_id, reason), actor_key_id=approver_key_id
         )
         return await self._calls.move(call.record_id, reject)
 
-    def _decision(self, approver_key_id: int, reason: str | None) -> dict[str, object]:
-        return {
-            "decided_by_key_id": approver_key_id,
-            "decided_at": self._clock(),
-            "decision_reason": reason,
-        }
-
-    def _settled(self, text: str) -> dict[str, object]:
-        return {"result": text, "result_is_error": True, "finished_at": self._clock()}
+    def _decision(self, approver_key_id: int, reason: str | None) -> Decision:
+        return Decision(approver_key_id, self._clock(), reason)
 
     async def expire(self, call: ToolCallView) -> ToolCallView | None:
-        text = "The approval request expired; the call was not run."
-        expire = Move(
-            CallState.AWAITING_APPROVAL,
-            CallState.EXPIRED,
-            changes=self._settled(text),
-            result_message=result_message(call, text, True),
-        )
-        return await self._calls.move(call.record_id, expire)
+        return await self._calls.move(call.record_id, Expire(at=self._clock()))
 
     async def expire_due(self) -> set[str]:
         """Expire every overdue approval; returns the conversations to resume."""

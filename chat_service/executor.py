@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from dataclasses import replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import structlog
@@ -12,21 +12,24 @@ from opentelemetry.trace import NoOpTracer, Tracer
 
 from chat_service.call_hooks import CallListeners
 from chat_service.config import ToolLoopSettings
-from chat_service.events import (
-    Stored,
-    ToolCallAwaitingApproval,
-    ToolCallCompleted,
-    ToolCallCreated,
-    ToolCallStarted,
-    TurnEvent,
-)
-from chat_service.policy_checks import PolicyChecks, result_message
+from chat_service.events import Stored, ToolCallCreated, TurnEvent
+from chat_service.policy_checks import PolicyChecks
 from chat_service.store import ConversationInfo
 from chat_service.tool_call_view import CallState, ToolCallView, draft
-from chat_service.tool_calls import Move, Proposal, ToolCallStore
+from chat_service.tool_calls import Proposal, ToolCallStore
+from chat_service.transitions import (
+    Approve,
+    Hold,
+    Identity,
+    Outcome,
+    Settle,
+    Start,
+    TimeOut,
+    Transition,
+)
 from db.base import utcnow
 from db.transactions import Operation
-from governance import KeyState, Stage, ToolGovernance
+from governance import KeyState, Stage, Ticket, ToolGovernance
 from llm_service.spans import span
 from llm_service.types import ToolCall
 from mcp_client.hooks import CallHooks
@@ -34,7 +37,13 @@ from mcp_client.types import ToolResult
 
 log = structlog.get_logger("chat_service.executor")
 
-__all__ = ["ToolExecutor", "result_message"]
+
+@dataclass(frozen=True, slots=True)
+class _Decided:
+    """The transitions policy decided for a call, and (when it starts) the ticket it runs."""
+
+    moves: list[Transition]
+    ticket: Ticket | None = None
 
 
 class ToolExecutor:
@@ -76,6 +85,7 @@ class ToolExecutor:
         # Read once: the round's calls are judged (proposed, and started) at the same moment.
         key = await self._tools.key_state(conversation.api_key_id)
         proposals: list[Proposal] = []
+        tickets: dict[str, Ticket] = {}
         for index, call in enumerate(calls):
             proposal = draft(
                 conversation_id=conversation.id,
@@ -85,22 +95,23 @@ class ToolExecutor:
                 arguments=call.arguments,
                 requested_by_key_id=conversation.api_key_id,
             )
-            moves = await self._decide(conversation, proposal, call, index >= budget, key)
-            proposals.append(Proposal(proposal, ToolCallCreated, moves))
+            decided = await self._decide(conversation, proposal, call, index >= budget, key)
+            if decided.ticket is not None:
+                tickets[proposal.record_id] = decided.ticket
+            proposals.append(Proposal(proposal, decided.moves))
         opened, proposed = await self._calls.propose(proposals, opening=asked)
         # As stored: each event with the write it reports, in this order.
         if opened is not None:
             yield Stored(opened)
-        started: list[ToolCallView] = []
-        for created, *_, decided in proposed:
+        started: list[tuple[ToolCallView, Ticket]] = []
+        for stored, (created, *moved) in zip(proposals, proposed, strict=True):
             yield Stored(ToolCallCreated(created))
-            if decided.state is CallState.EXECUTING:
-                started.append(decided)
-                yield Stored(ToolCallStarted(decided))
-            elif decided.state is CallState.AWAITING_APPROVAL:
-                yield Stored(ToolCallAwaitingApproval(decided))
-            else:  # denied
-                yield Stored(ToolCallCompleted(decided))
+            for move, view in zip(stored.then, moved, strict=True):
+                reported = move.reported(view)
+                if reported is not None:
+                    yield Stored(reported)
+            if moved and moved[-1].state is CallState.EXECUTING:
+                started.append((moved[-1], tickets[created.record_id]))
         async for event in self._run_all(started, conversation.model):
             yield event
 
@@ -111,16 +122,12 @@ class ToolExecutor:
         call: ToolCall,
         over_budget: bool,
         key: KeyState | None,
-    ) -> list[Move]:
-        """The moves policy decides for a proposed call: denied, held for approval, or approved
-        and started (checked again as any approved call is before it runs)."""
+    ) -> _Decided:
+        """The transitions policy decides for a proposed call: denied, held for approval, or
+        approved and started (checked again as any approved call is before it runs)."""
         if over_budget:
             reason = "The turn's limit on tool calls is reached."
-            return [
-                self._checks.denial(
-                    proposal, CallState.PROPOSED, reason, announce=ToolCallCompleted
-                )
-            ]
+            return _Decided([self._checks.denial(proposal, reason)])
         verdict, checked = await self._checks.judge(
             proposal, Stage.PROPOSE, call=call, roles=conversation.roles, key=key
         )
@@ -128,55 +135,33 @@ class ToolExecutor:
         if verdict.reason is not None or tool is None:
             log.warning("tool_call_denied", tool=call.name, reason=verdict.reason)
             reason = verdict.reason or "denied"
-            denial = self._checks.denial(
-                proposal, CallState.PROPOSED, reason, prior=checked, announce=ToolCallCompleted
-            )
-            return [denial]
-        identity: dict[str, object] = {
-            "definition_hash": tool.definition_hash,
-            "server": tool.server,
-        }
+            return _Decided([self._checks.denial(proposal, reason, prior=checked)])
+        identity = Identity(tool.server, tool.definition_hash)
         if verdict.requires_approval:
             expires_at = self._clock() + timedelta(seconds=self._settings.approval_expiry_seconds)
-            hold = Move(
-                CallState.PROPOSED,
-                CallState.AWAITING_APPROVAL,
-                changes={
-                    **identity,
-                    "expires_at": expires_at,
-                    "approvals_required": verdict.approvals_required,
-                },
+            hold = Hold(
+                identity=identity,
+                expires_at=expires_at,
+                approvals_required=verdict.approvals_required,
                 prior=checked,
-                announce=ToolCallAwaitingApproval,
             )
-            return [hold]
-        approve = Move(CallState.PROPOSED, CallState.APPROVED, changes=identity, prior=checked)
-        approved = replace(
-            proposal,
-            state=CallState.APPROVED,
-            definition_hash=tool.definition_hash,
-            server=tool.server,
-        )
-        return [approve, await self._start(approved, key)]
+            return _Decided([hold])
+        approve = Approve(identity=identity, prior=checked)
+        start, ticket = await self._start(approve.applied(proposal), key)
+        return _Decided([approve, start], ticket)
 
-    async def _start(self, call: ToolCallView, key: KeyState | None = None) -> Move:
-        """The move to `executing` of an approved call, decided again at the last moment: a
-        key revoked, a role narrowed, a tool disabled or changed since the approval stops the
-        call here (the move ends it `denied_by_policy` instead). ``key``: the requester's key
-        as read for the proposal the call starts with (else it is read now)."""
+    async def _start(
+        self, call: ToolCallView, key: KeyState | None = None
+    ) -> tuple[Transition, Ticket | None]:
+        """The move to `executing` of an approved call, decided again at the last moment, and
+        the ticket it runs: a key revoked, a role narrowed, a tool disabled or changed since the
+        approval stops the call here (the move ends it `denied_by_policy` instead). ``key``: the
+        requester's key as read for the proposal the call starts with (else it is read now)."""
         verdict, checked = await self._checks.judge(call, Stage.EXECUTE, key=key)
-        if not verdict.allowed:
+        if verdict.ticket is None:
             reason = verdict.reason or ""
-            return self._checks.denial(
-                call, CallState.APPROVED, reason, prior=checked, announce=ToolCallCompleted
-            )
-        return Move(
-            CallState.APPROVED,
-            CallState.EXECUTING,
-            changes={"started_at": self._clock()},
-            prior=checked,
-            announce=ToolCallStarted,
-        )
+            return self._checks.denial(call, reason, prior=checked), None
+        return Start(at=self._clock(), prior=checked), verdict.ticket
 
     async def execute(
         self, calls: list[ToolCallView], model: str | None = None
@@ -184,85 +169,67 @@ class ToolExecutor:
         """Run approved calls; the compare-and-set to `executing` makes each run at most once.
         ``model``: the conversation's, whose config says whether requests for input reach the
         caller."""
-        started: list[ToolCallView] = []
+        started: list[tuple[ToolCallView, Ticket]] = []
         for call in calls:
-            moved = await self._calls.move(call.record_id, await self._start(call))
+            move, ticket = await self._start(call)
+            moved = await self._calls.move(call.record_id, move)
             if moved is None:
                 continue
-            if moved.state is CallState.EXECUTING:
-                started.append(moved)
-                yield Stored(ToolCallStarted(moved))
-            else:  # denied at the last moment
-                yield Stored(ToolCallCompleted(moved))
+            reported = move.reported(moved)
+            if reported is not None:
+                yield Stored(reported)
+            if ticket is not None and moved.state is CallState.EXECUTING:
+                started.append((moved, ticket))
         async for event in self._run_all(started, model):
             yield event
 
     async def _run_all(
-        self, started: list[ToolCallView], model: str | None
+        self, started: list[tuple[ToolCallView, Ticket]], model: str | None
     ) -> AsyncIterator[TurnEvent | Stored]:
-        """Run the calls concurrently; what they report while running is yielded as it comes."""
-        heard: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
+        """Run the calls concurrently; what they report while running, and each one's
+        completion (stored with the move that settles it), is yielded as it comes."""
+        heard: asyncio.Queue[TurnEvent | Stored | None] = asyncio.Queue()
         timeout = self._settings.tool_timeout_seconds
-        # A lone call's completion is stored with its settling move: nothing it reported can
-        # come after it. Of several, each completion waits for all (stored, as streamed, then).
-        alone = len(started) == 1
-        runs = asyncio.gather(
-            *(
-                self._run(
-                    call, self._listeners.hooks(call, model, timeout, heard.put_nowait), alone
-                )
-                for call in started
-            )
-        )
+
+        async def run(call: ToolCallView, ticket: Ticket) -> None:
+            hooks = self._listeners.hooks(call, model, timeout, heard.put_nowait)
+            move, settled = await self._run(call, ticket, hooks)
+            completed = None if settled is None else move.reported(settled)
+            if completed is not None:
+                heard.put_nowait(Stored(completed))
+
+        runs = asyncio.gather(*(run(call, ticket) for call, ticket in started))
         runs.add_done_callback(lambda _: heard.put_nowait(None))
         try:
             while (event := await heard.get()) is not None:
                 yield event
-            finished = await runs
+            await runs
         finally:
             runs.cancel()  # a no-op once done; stops the calls if the turn is abandoned
-        for call, stored in finished:
-            yield Stored(ToolCallCompleted(call)) if stored else ToolCallCompleted(call)
 
     async def _run(
-        self, call: ToolCallView, hooks: CallHooks, announce: bool
-    ) -> tuple[ToolCallView, bool]:
-        """The call, run and settled; and whether its completion was stored with the move."""
+        self, call: ToolCallView, ticket: Ticket, hooks: CallHooks
+    ) -> tuple[Transition, ToolCallView | None]:
+        """The call's ticket, run, and the move that settles it with the call as it left it
+        (None: another move came first)."""
         # The loop's limit; the catalog applies the tighter of it and the server's call_timeout.
         timeout = self._settings.tool_timeout_seconds
-        state = CallState.SUCCEEDED
+        timed_out = False
         try:
             # The catalog enforces the timeout with protocol cancellation; this is the backstop.
             async with asyncio.timeout(timeout + 5):
                 with span(self._tracer, f"tool {call.tool_name}") as current:
                     current.set_attribute("gateway.tool_call.record_id", call.record_id)
-                    result = await self._tools.call_tool(
-                        call.tool_name, call.arguments, timeout, hooks=hooks
-                    )
+                    result = await self._tools.run(ticket, timeout, hooks=hooks)
                     current.set_attribute("gateway.tool_error", result.is_error)
         except TimeoutError:
-            result, state = (
-                ToolResult(f"Tool timed out after {timeout:g}s.", True),
-                CallState.TIMED_OUT,
-            )
+            result, timed_out = ToolResult(f"Tool timed out after {timeout:g}s.", True), True
         except Exception as exc:  # a broken tool must not break the turn
             log.exception("tool_call_crashed", tool=call.tool_name)
             result = ToolResult(f"Tool failed: {type(exc).__name__}", is_error=True)
         await self._listeners.call_ended(call, hooks)
-        if result.timed_out:
-            state = CallState.TIMED_OUT
-        elif result.is_error and state is CallState.SUCCEEDED:
-            state = CallState.FAILED
-        settle = Move(
-            CallState.EXECUTING,
-            state,
-            changes={
-                "result": result.content,
-                "result_is_error": result.is_error,
-                "finished_at": self._clock(),
-            },
-            result_message=result_message(call, result.content, result.is_error),
-            announce=ToolCallCompleted if announce else None,
-        )
-        moved = await self._calls.move(call.record_id, settle)
-        return (moved, announce) if moved is not None else (call, False)
+        if result.refused is not None:
+            log.warning("tool_call_refused", tool=call.tool_name, refused=result.refused)
+        ended = Outcome(result.content, result.is_error, self._clock())
+        settle = TimeOut(ended=ended) if timed_out or result.timed_out else Settle(ended=ended)
+        return settle, await self._calls.move(call.record_id, settle)

@@ -10,14 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from chat_service.tool_call_view import CallState, ToolCallView
-from chat_service.tool_calls import Announce, Move, PendingAudit, ToolCallStore
+from chat_service.tool_call_view import ToolCallView
+from chat_service.tool_calls import ToolCallStore
+from chat_service.transitions import Decision, Deny, PendingAudit
 from governance import KeyState, Stage, ToolGovernance, Verdict
-from llm_service.types import ToolCall, ToolResultMessage
-
-
-def result_message(call: ToolCallView, content: str, is_error: bool) -> ToolResultMessage:
-    return ToolResultMessage(call.call_id, content, name=call.tool_name, is_error=is_error)
+from llm_service.types import ToolCall
 
 
 class PolicyChecks:
@@ -73,29 +70,18 @@ class PolicyChecks:
     def denial(
         self,
         view: ToolCallView,
-        expected: CallState,
         reason: str,
-        actor_key_id: int | None = None,
-        decision: dict[str, object] | None = None,
+        decision: Decision | None = None,
         *,
         prior: PendingAudit | None = None,
-        announce: Announce | None = None,
-    ) -> Move:
-        """The move ending the call ``denied_by_policy``; the model is told why.
-        ``decision``: the approver's fields, when the denial answered an approval; ``announce``:
-        the turn event stored with the move."""
-        return Move(
-            expected,
-            CallState.DENIED_BY_POLICY,
-            changes={
-                "policy_reason": reason,
-                "result": reason,
-                "result_is_error": True,
-                "finished_at": self._clock(),
-                **(decision or {}),
-            },
-            actor_key_id=actor_key_id,
-            result_message=result_message(view, f"Denied by policy: {reason}", True),
+    ) -> Deny:
+        """The move ending the call ``denied_by_policy`` from the state it is in; the model is
+        told why. ``decision``: the approver's, when the denial answered an approval."""
+        return Deny(
+            from_state=view.state,
+            reason=reason,
+            at=self._clock(),
+            decision=decision,
+            actor_key_id=None if decision is None else decision.key_id,
             prior=prior,
-            announce=announce,
         )

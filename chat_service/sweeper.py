@@ -9,11 +9,11 @@ import structlog
 
 from chat_service.approvals import Approvals
 from chat_service.config import ToolLoopSettings
-from chat_service.events import ToolCallCompleted, TurnError, TurnFinished, TurnStatus
-from chat_service.executor import result_message
+from chat_service.events import TurnError, TurnFinished, TurnStatus
 from chat_service.store import ConversationStatus, ConversationStore
 from chat_service.tool_call_view import CallState
-from chat_service.tool_calls import Move, ToolCallStore
+from chat_service.tool_calls import ToolCallStore
+from chat_service.transitions import Lose, Outcome
 from db.base import utcnow
 
 log = structlog.get_logger("chat_service.sweeper")
@@ -66,18 +66,12 @@ class Sweeper:
             if call.started_at is not None and call.started_at > limit:
                 continue
             text = "The gateway stopped while this tool ran; its outcome is unknown."
-            unknown = Move(
-                CallState.EXECUTING,
-                CallState.UNKNOWN_OUTCOME,
-                changes={"result": text, "result_is_error": True, "finished_at": self._clock()},
-                result_message=result_message(call, text, True),
-            )
+            unknown = Lose(ended=Outcome(text, True, self._clock()))
             moved = await self._calls.move(call.record_id, unknown)
             if moved is not None:
                 log.warning(
                     "tool_call_unknown_outcome", record_id=call.record_id, tool=call.tool_name
                 )
-                await self._store.add_event(moved.conversation_id, ToolCallCompleted(moved))
                 touched.add(moved.conversation_id)
         for conversation_id in touched:
             # The dead process held the turn `running`; pausing it lets any replica resume it

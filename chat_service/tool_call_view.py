@@ -1,9 +1,6 @@
-"""A tool call as the gateway holds it: its states, its row as read, and its JSON.
-
-proposed -> denied_by_policy | awaiting_approval | approved
-awaiting_approval -> approved | rejected | expired | denied_by_policy (refused at approval)
-approved -> denied_by_policy (refused just before running) | executing
-executing -> succeeded | failed | timed_out | unknown_outcome
+"""A tool call as the gateway holds it: its states and the edges between them (``EDGES``, the
+whole state machine), its row as read, and its JSON. Each edge is one typed transition in
+``chat_service.transitions``; nothing else moves a call.
 """
 
 from __future__ import annotations
@@ -12,7 +9,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -38,6 +35,53 @@ class CallState(StrEnum):
     FAILED = "failed"
     TIMED_OUT = "timed_out"
     UNKNOWN_OUTCOME = "unknown_outcome"
+
+
+class Edge(StrEnum):
+    """What may happen to a call; each is one transition (``chat_service.transitions``)."""
+
+    DENY = "deny"  # policy refused it: at proposal, at approval or just before it runs
+    HOLD = "hold"  # it waits for a human's approval
+    APPROVE = "approve"  # by policy at proposal, or by the last approver it needs
+    REJECT = "reject"
+    EXPIRE = "expire"  # no decision in time
+    START = "start"  # the one move that lets it run: at most once, whichever replica wins
+    SETTLE = "settle"  # it ran: succeeded, or failed (an error result)
+    TIME_OUT = "time_out"
+    LOSE = "lose"  # the process running it died: its outcome is unknown
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeSpec:
+    sources: frozenset[CallState]
+    targets: frozenset[CallState]
+
+
+def _edge(sources: set[CallState], targets: set[CallState]) -> EdgeSpec:
+    return EdgeSpec(frozenset(sources), frozenset(targets))
+
+
+_S = CallState
+# The state machine, whole: each edge, the states it leaves and the states it enters.
+EDGES: Mapping[Edge, EdgeSpec] = {
+    Edge.DENY: _edge({_S.PROPOSED, _S.AWAITING_APPROVAL, _S.APPROVED}, {_S.DENIED_BY_POLICY}),
+    Edge.HOLD: _edge({_S.PROPOSED}, {_S.AWAITING_APPROVAL}),
+    Edge.APPROVE: _edge({_S.PROPOSED, _S.AWAITING_APPROVAL}, {_S.APPROVED}),
+    Edge.REJECT: _edge({_S.AWAITING_APPROVAL}, {_S.REJECTED}),
+    Edge.EXPIRE: _edge({_S.AWAITING_APPROVAL}, {_S.EXPIRED}),
+    Edge.START: _edge({_S.APPROVED}, {_S.EXECUTING}),
+    Edge.SETTLE: _edge({_S.EXECUTING}, {_S.SUCCEEDED, _S.FAILED}),
+    Edge.TIME_OUT: _edge({_S.EXECUTING}, {_S.TIMED_OUT}),
+    Edge.LOSE: _edge({_S.EXECUTING}, {_S.UNKNOWN_OUTCOME}),
+}
+
+
+def edge_between(source: CallState, target: CallState) -> Edge | None:
+    """The edge that moves a call from ``source`` to ``target``; None: no move may."""
+    for edge, spec in EDGES.items():
+        if source in spec.sources and target in spec.targets:
+            return edge
+    return None
 
 
 SETTLED = frozenset(
@@ -107,54 +151,48 @@ TOOL_CALL: TypeAdapter[ToolCallView] = TypeAdapter(ToolCallView)
 
 def call_view(row: ToolCallRecord) -> ToolCallView:
     """The view of an ORM row (the admin queue reads rows that way)."""
-    return view_of(tuple(getattr(row, name) for name in _VIEW_FIELDS))
+    return view_of({name: getattr(row, name) for name in VIEW_FIELDS})
 
 
-# The ORM's attribute names are the columns' names.
-_VIEW_FIELDS = tuple(name.strip() for name in VIEW_COLUMNS.split(","))
+# The columns a view reads, by name (the ORM's attribute names are the columns' names).
+VIEW_FIELDS = tuple(name.strip() for name in VIEW_COLUMNS.split(","))
 
 
 APPROVAL_MARKS: TypeAdapter[tuple[ApprovalMark, ...]] = TypeAdapter(tuple[ApprovalMark, ...])
 
 
-def view_of(row: Sequence[Any]) -> ToolCallView:
-    """A row of ``tool_call_sql.VIEW_COLUMNS``, from either database."""
+def view_of(row: Mapping[str, Any]) -> ToolCallView:
+    """A row of ``tool_call_sql.VIEW_COLUMNS`` by column name, from either database (a driver
+    row: ``named(row)``) or the ORM (``call_view``)."""
     return ToolCallView(
-        record_id=row[0],
-        conversation_id=row[1],
-        call_id=row[2],
-        round=row[3],
-        tool_name=row[4],
-        server=row[5],
-        arguments=json_of(row[6]),
-        state=CallState(row[7]),
-        requested_by_key_id=row[8],
-        expires_at=_time(row[9]),
-        decided_by_key_id=row[10],
-        decision_reason=row[11],
-        policy_reason=row[12],
-        result=row[13],
-        result_is_error=bool(row[14]),
-        created_at=utc(row[15]),
-        definition_hash=row[16],
-        decided_at=_time(row[17]),
-        started_at=_time(row[18]),
-        finished_at=_time(row[19]),
-        approvals_required=row[20],
-        approvals=APPROVAL_MARKS.validate_python(json_of(row[21]) or []),
+        record_id=row["id"],
+        conversation_id=row["conversation_id"],
+        call_id=row["call_id"],
+        round=row["round"],
+        tool_name=row["tool_name"],
+        server=row["server"],
+        arguments=json_of(row["arguments"]),
+        state=CallState(row["state"]),
+        requested_by_key_id=row["requested_by_key_id"],
+        expires_at=_time(row["expires_at"]),
+        decided_by_key_id=row["decided_by_key_id"],
+        decision_reason=row["decision_reason"],
+        policy_reason=row["policy_reason"],
+        result=row["result"],
+        result_is_error=bool(row["result_is_error"]),
+        created_at=utc(row["created_at"]),
+        definition_hash=row["definition_hash"],
+        decided_at=_time(row["decided_at"]),
+        started_at=_time(row["started_at"]),
+        finished_at=_time(row["finished_at"]),
+        approvals_required=row["approvals_required"],
+        approvals=APPROVAL_MARKS.validate_python(json_of(row["approvals"]) or []),
     )
 
 
-def moved(view: ToolCallView, new: CallState, changes: Mapping[str, Any]) -> ToolCallView:
-    """The call as a move to ``new`` setting ``changes`` (``tool_calls.Move``) leaves its row,
-    read back: for a move whose compare-and-set cannot lose (on a call being proposed)."""
-    fields: dict[str, Any] = {"state": new}
-    for column, value in changes.items():
-        if column == "approvals":
-            fields[column] = APPROVAL_MARKS.validate_python(value)
-        elif column != "approval_count":  # the view has the approvals themselves
-            fields[column] = value
-    return replace(view, **fields)
+def named(row: Sequence[Any]) -> ToolCallView:
+    """The view of a driver's row of ``VIEW_COLUMNS`` (a tuple, in that order)."""
+    return view_of(dict(zip(VIEW_FIELDS, row, strict=True)))
 
 
 def _time(value: Any) -> datetime | None:

@@ -1,17 +1,18 @@
-"""Tool-call rows and their state machine (``chat_service.tool_call_view``). Every move after a
-call's proposal is a compare-and-set in the database; those decided at the proposal are stored
+"""Tool-call rows, and their transitions (``chat_service.transitions``) written. Every move after
+a call's proposal is a compare-and-set in the database; those decided at the proposal are stored
 with it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service import tool_call_sql as sql
+from chat_service.events import ToolCallCreated, TurnEvent
 from chat_service.messages import message_json
 from chat_service.store_sql import EVENT, MESSAGE
 from chat_service.tool_call_view import (
@@ -20,9 +21,9 @@ from chat_service.tool_call_view import (
     CallState,
     ToolCallView,
     arguments_hash,
-    moved,
-    view_of,
+    named,
 )
+from chat_service.transitions import Approve, IllegalMove, PendingAudit, Start, Transition
 from db.base import utcnow
 from db.transactions import Insert, Operation, Transactions
 from llm_service.types import ToolResultMessage
@@ -32,73 +33,13 @@ T = TypeVar("T")
 MoveObserver = Callable[[ToolCallView], None]
 
 
-class Announcement(Protocol):
-    """A durable turn event (``chat_service.events``), as the store writes it."""
-
-    @property
-    def type(self) -> str: ...
-
-    @property
-    def data(self) -> dict[str, Any]: ...
-
-
-# The event that reports a call's new state, written in the transaction of the move (or the
-# proposal): one commit instead of two, and a follower never sees the state without its event.
-Announce = Callable[[ToolCallView], Announcement]
-
-
-@dataclass(frozen=True, slots=True)
-class PendingAudit:
-    """An audit row of something that happened to a call (e.g. a policy check), written in the
-    transaction of the move it led to: one commit instead of two."""
-
-    call: ToolCallView
-    action: str
-    actor_key_id: int | None
-    detail: dict[str, Any]
-    at: datetime = field(default_factory=utcnow)
-
-    def statement(self) -> Insert:
-        call = self.call
-        return Insert(
-            sql.AUDIT,
-            (
-                self.at,
-                self.actor_key_id,
-                f"tool_call.{self.action}",
-                call.conversation_id,
-                call.record_id,
-                call.tool_name,
-                self.detail,
-            ),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Move:
-    """A compare-and-set of a call's state from ``expected`` to ``new``, setting ``changes``,
-    and what is written with it: ``prior``, what led to the move, audited first (even when
-    another move won); the result message, so a settled call has exactly one result in the
-    history the model sees; the move's own audit (by ``actor_key_id``); and ``announce``, the
-    turn event reporting it (not when another move won)."""
-
-    expected: CallState
-    new: CallState
-    changes: dict[str, Any] = field(default_factory=dict)
-    actor_key_id: int | None = None
-    result_message: ToolResultMessage | None = None
-    prior: PendingAudit | None = None
-    announce: Announce | None = None
-
-
 @dataclass(frozen=True, slots=True)
 class Proposal:
-    """A drafted call (``tool_call_view.draft``) to store, the event announcing it, and the
-    moves to make on it at once (those policy decided)."""
+    """A drafted call (``tool_call_view.draft``) to store, and the transitions to make on it at
+    once (those policy decided)."""
 
     draft: ToolCallView
-    announce: Announce | None = None
-    then: Sequence[Move] = ()
+    then: Sequence[Transition] = ()
 
 
 class ToolCallStore:
@@ -141,9 +82,9 @@ class ToolCallStore:
             self._on_move(view)
         return view
 
-    async def move(self, record_id: str, move: Move) -> ToolCallView | None:
-        """The compare-and-set (``Move``) in one transaction with what it writes: the call as
-        it left it, or None when another move won."""
+    async def move(self, record_id: str, move: Transition) -> ToolCallView | None:
+        """The transition as a compare-and-set, in one transaction with what it writes: the
+        call as it left it, or None when another move won."""
         moved = await self._transactions.run(_moving(record_id, move), durable=_starts([move]))
         return None if moved is None else self._moved(moved)
 
@@ -151,15 +92,16 @@ class ToolCallStore:
         self,
         call: ToolCallView,
         mark: ApprovalMark,
-        changes: dict[str, Any] | None,
+        release: Approve | None,
         required: int,
     ) -> ToolCallView | None:
         """Adds one approval to a call awaiting its approvals, if no other was added since
-        ``call`` was read (compare-and-set on the count); ``changes`` (the decision's fields)
-        given: the approval releases the call (``approved``), else it is a partial approval.
+        ``call`` was read (compare-and-set on the count); ``release`` given: the approval
+        releases the call (that transition), else it is a partial approval.
         ``required``: the approvals the call needs now (rules may have tightened since).
         None when another approval or decision came first."""
         marks = [*call.approvals, mark]
+        changes = None if release is None else release.columns()
         values: dict[str, Any] = {
             "approvals": APPROVAL_MARKS.dump_python(tuple(marks), mode="json"),
             "approval_count": len(marks),
@@ -167,14 +109,14 @@ class ToolCallStore:
             **(changes or {}),
         }
         waiting = CallState.AWAITING_APPROVAL
-        new = waiting if changes is None else CallState.APPROVED
+        new = waiting if release is None else release.target
 
         def approve() -> Operation[ToolCallView | None]:
             parameters = (new.value, *values.values(), call.record_id, waiting.value)
             rows = yield (sql.add_approval(tuple(values)), (*parameters, len(call.approvals)))
             if not rows:
                 return None
-            view = view_of(rows[0])
+            view = named(rows[0])
             action = "partially_approved" if changes is None else CallState.APPROVED.value
             detail = {
                 "approvals": len(marks),
@@ -201,11 +143,11 @@ class ToolCallStore:
 
     async def get(self, record_id: str) -> ToolCallView | None:
         rows = await self._transactions.read(sql.GET, record_id)
-        return view_of(rows[0]) if rows else None
+        return named(rows[0]) if rows else None
 
     async def for_conversation(self, conversation_id: str) -> list[ToolCallView]:
         rows = await self._transactions.read(sql.FOR_CONVERSATION, conversation_id)
-        return [view_of(row) for row in rows]
+        return [named(row) for row in rows]
 
     async def count(self, state: CallState) -> int:
         rows = await self._transactions.read(sql.COUNT, state.value)
@@ -214,22 +156,22 @@ class ToolCallStore:
     async def in_states(self, states: Iterable[CallState], limit: int = 500) -> list[ToolCallView]:
         values = [state.value for state in states]
         rows = await self._transactions.read(sql.in_states(len(values)), *values, limit)
-        return [view_of(row) for row in rows]
+        return [named(row) for row in rows]
 
 
 def _proposing(proposal: Proposal) -> Operation[list[ToolCallView]]:
-    """The call stored as its moves leave it, in one insert (their compare-and-sets cannot lose
-    on a row no other transaction sees yet), with each step's audit, result message and event
-    as the proposal and the moves one by one would write them. Nothing is read back: the call
-    reads as drafted (``draft``), then as each move leaves it (``moved``)."""
+    """The call stored as its transitions leave it, in one insert (their compare-and-sets cannot
+    lose on a row no other transaction sees yet), with each step's audit, result message and
+    event as the proposal and the moves one by one would write them. Nothing is read back: the
+    call reads as drafted (``draft``), then as each transition leaves it (``applied``)."""
     call = proposal.draft
     views = [call]
-    changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
     for move in proposal.then:
-        if move.expected is not views[-1].state:
-            raise ValueError(f"a move from {move.expected} cannot follow {views[-1].state}")
-        views.append(moved(views[-1], move.new, move.changes))
-        changes.update(move.changes)
+        if move.source is not views[-1].state:
+            raise IllegalMove(f"a move from {move.source} cannot follow {views[-1].state}")
+        views.append(move.applied(views[-1]))
+        changes.update(move.columns())
     arguments = call.arguments
     row = {
         "id": call.record_id,
@@ -250,8 +192,7 @@ def _proposing(proposal: Proposal) -> Operation[list[ToolCallView]]:
     yield Insert(sql.propose(tuple(row)), tuple(row.values()))
     detail = {"arguments": arguments}
     yield PendingAudit(views[0], "proposed", call.requested_by_key_id, detail).statement()
-    if proposal.announce is not None:
-        yield _event(views[0], proposal.announce)
+    yield _event(views[0], ToolCallCreated(views[0]))
     for move, view in zip(proposal.then, views[1:], strict=True):
         if move.prior is not None:
             yield move.prior.statement()
@@ -259,31 +200,31 @@ def _proposing(proposal: Proposal) -> Operation[list[ToolCallView]]:
     return views
 
 
-def _moving(record_id: str, move: Move) -> Operation[ToolCallView | None]:
+def _moving(record_id: str, move: Transition) -> Operation[ToolCallView | None]:
     if move.prior is not None:
         yield move.prior.statement()
-    values = move.changes
-    parameters = (move.new.value, *values.values(), record_id, move.expected.value)
+    values = move.columns()
+    parameters = (move.target.value, *values.values(), record_id, move.source.value)
     rows = yield (sql.move(tuple(values)), parameters)
     if not rows:
         return None
-    view = view_of(rows[0])
+    view = named(rows[0])
     yield from _written(view, move)
     return view
 
 
-def _written(view: ToolCallView, move: Move) -> Operation[None]:
-    """What a move writes besides the row, ``view`` being the call as it left it."""
-    if move.result_message is not None:
-        yield _message(view.conversation_id, move.result_message)
-    detail = {k: _jsonable(v) for k, v in move.changes.items()}
-    yield PendingAudit(view, move.new.value, move.actor_key_id, detail).statement()
-    if move.announce is not None:
-        yield _event(view, move.announce)
+def _written(view: ToolCallView, move: Transition) -> Operation[None]:
+    """What a transition writes besides the row, ``view`` being the call as it left it."""
+    message = move.result_message(view)
+    if message is not None:
+        yield _message(view.conversation_id, message)
+    yield PendingAudit(view, move.target.value, move.actor_key_id, move.audit_detail()).statement()
+    event = move.reported(view)
+    if event is not None:
+        yield _event(view, event)
 
 
-def _event(view: ToolCallView, announce: Announce) -> Insert:
-    event = announce(view)
+def _event(view: ToolCallView, event: TurnEvent) -> Insert:
     return Insert(EVENT, (view.conversation_id, event.type, event.data, utcnow()))
 
 
@@ -296,8 +237,8 @@ def _jsonable(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
 
 
-def _starts(moves: Sequence[Move]) -> bool:
+def _starts(moves: Sequence[Transition]) -> bool:
     """Whether the moves start the call: the tool runs after the commit, so the commit must
     survive a power loss (``Transactions.run(durable=True)``), or a recovered database could
     show the call as never started and run it twice."""
-    return any(move.new is CallState.EXECUTING for move in moves)
+    return any(isinstance(move, Start) for move in moves)

@@ -222,7 +222,7 @@ class TurnRunner:
         request = ChatRequest(
             messages=tuple(history),
             # Built once per offer (roles, bundle, catalog state), not per model call.
-            tools=self._tools.tool_specs(conversation.roles, conversation.bundle),
+            tools=self._tools.offer(conversation.roles, conversation.bundle).specs,
         )
         started = perf_counter()
         # Through the router: retries, fallbacks and the circuit breaker apply to turns too.

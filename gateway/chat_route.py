@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
@@ -34,6 +34,7 @@ from llm_service.config import ModelConfig
 from llm_service.errors import GatewayError, InvalidRequest, UpstreamProtocolError
 from llm_service.router import Served
 from llm_service.types import (
+    JSON,
     AssistantMessage,
     ChatRequest,
     ChatResponse,
@@ -45,7 +46,6 @@ from llm_service.types import (
     Usage,
 )
 
-JSON = dict[str, Any]
 Delta = TextDelta | ThinkingDelta | ToolCallDelta
 
 

@@ -51,7 +51,7 @@ async def readyz(request: Request, services: ServicesDep) -> Response:
         price = services.prices.price(name)
         model["price"] = price.as_dict() if price else None
         model["priced"] = price is not None
-    tool_servers = {name: state.as_dict() for name, state in services.tools.server_status().items()}
+    tool_servers = {name: state.as_dict() for name, state in services.tool_servers.status().items()}
     degraded = any(not m["available"] for m in models.values()) or any(
         server["state"] != "ready" for server in tool_servers.values()
     )

@@ -214,7 +214,7 @@ async def metrics_endpoint(request: Request) -> Response:
     services = getattr(request.app.state, "services", None)
     if services is not None:
         # Read at scrape time: the database and the catalog are the truth, on every replica.
-        for server, status in services.tools.server_status().items():
+        for server, status in services.tool_servers.status().items():
             metrics.set_mcp_server_up(server, status.as_dict()["state"] == "ready")
         metrics.approvals_pending.set(await services.tool_calls.count(CallState.AWAITING_APPROVAL))
         metrics.webhooks_pending.set(await services.notifier.outbox.pending())

@@ -38,7 +38,6 @@ from gateway.metrics import GatewayMetrics
 from gateway.settings import Settings, token_seal
 from gateway.tool_call_events import tool_call_moved
 from governance import ToolGovernance, build_tool_governance
-from governance.server_grants import ServerGrants
 from llm_service.errors import ModelNotFound
 from llm_service.registry import AdapterFactory, ModelRegistry
 from llm_service.router import Router
@@ -46,6 +45,8 @@ from llm_service.types import ChatResponse
 from mcp_client.types import ToolCatalog
 from notifications.notifier import Notifier, RequesterLookup
 from notifications.payloads import Requester
+from tool_servers import ToolServers, build_tool_servers
+from tool_servers.grants import ServerGrants
 
 log = structlog.get_logger("gateway.services")
 
@@ -63,6 +64,7 @@ class Services:
     router: Router
     limits: KeyLimiter
     tools: ToolGovernance
+    tool_servers: ToolServers
     conversations: ConversationStore
     tool_calls: ToolCallStore
     tool_inputs: ToolInputs
@@ -120,19 +122,27 @@ class Services:
         notifier.start()
         limits = _key_limiter(settings, prices, _budget_sink(sessions, notifier))
         seal = token_seal(settings.mcp_token_key) if settings.mcp_token_key else None
-        governance = build_tool_governance(
+        tool_servers = build_tool_servers(
             sessions,
             catalog_settings=settings.tool_catalog,
             config_servers=settings.mcp_servers,
             environ=environ,
-            pinning=settings.tool_pinning,
-            policies=settings.tool_policies,
             tools=tools,
-            keys=keys,
-            on_review_requested=notifier.review_requested,
             grants=ServerGrants(sessions, seal),
         )
         # Tool servers that fail are degraded and retried in the background; start never fails.
+        await tool_servers.start()
+        governance = build_tool_governance(
+            sessions,
+            tool_servers.catalog,
+            trusted=tool_servers.trusted,
+            catalog_settings=settings.tool_catalog,
+            config_servers=settings.mcp_servers,
+            pinning=settings.tool_pinning,
+            policies=settings.tool_policies,
+            keys=keys,
+            on_review_requested=notifier.review_requested,
+        )
         await governance.start()
         loop_settings = settings.tool_loop
         conversations = ConversationStore(sessions)
@@ -191,6 +201,7 @@ class Services:
             router=router,
             limits=limits,
             tools=governance,
+            tool_servers=tool_servers,
             conversations=conversations,
             tool_calls=tool_calls,
             tool_inputs=tool_inputs,
@@ -213,6 +224,7 @@ class Services:
         await self.background.aclose()
         await self.notifier.aclose()
         await self.tools.aclose()
+        await self.tool_servers.aclose()
         await self.usage.aclose()
         await self.keys.last_used.aclose()
         await self.registry.aclose()

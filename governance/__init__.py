@@ -10,9 +10,8 @@ from governance.keys import KeyDirectory, KeyState
 from governance.pinning import PinningSettings
 from governance.pins import PinStatus, PinView
 from governance.policies import ToolPolicy, ToolPolicySettings
-from governance.runtime_servers import ServerConflict, ServerNotFound
 from governance.tool_governance import ToolGovernance
-from governance.verdict import Denial, Stage, Verdict
+from governance.verdict import Denial, Stage, Ticket, Verdict
 
 __all__ = [
     "ApprovalRules",
@@ -22,9 +21,8 @@ __all__ = [
     "PinStatus",
     "PinView",
     "PinningSettings",
-    "ServerConflict",
-    "ServerNotFound",
     "Stage",
+    "Ticket",
     "ToolGovernance",
     "ToolPolicy",
     "ToolPolicySettings",

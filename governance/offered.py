@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
+from llm_service.types import ToolSpec
 from mcp_client.config import BundleConfig
 from mcp_client.index import offered_to
 from mcp_client.types import CatalogPart, StandardizedTool
@@ -40,6 +41,15 @@ class Offer:
         if key not in self._derived:
             self._derived[key] = build(self.tools)
         return cast(T, self._derived[key])
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The tools as a model is offered them, built once per offer."""
+        return self.derived(ToolSpec, _specs)
+
+
+def _specs(tools: Tools) -> tuple[ToolSpec, ...]:
+    return tuple(ToolSpec(tool.name, tool.description, tool.parameters) for tool in tools)
 
 
 @dataclass(slots=True)

@@ -12,27 +12,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from db.refresher import Refresher
 from governance.approval_rules import ApprovalRules
 from governance.keys import KeyDirectory, KeyState
 from governance.offered import Offer, OfferedTools
 from governance.pinning import Pinning
 from governance.pins import PinStatus, PinView
 from governance.policies import AppliedPolicies, ToolPolicy, ToolPolicySettings
-from governance.refresher import Refresher
-from governance.runtime_servers import RuntimeServers
-from governance.server_connect import ServerConnections
-from governance.server_grants import GrantWatch, ServerGrants
-from governance.server_sync import RuntimeServerSync
-from governance.verdict import Facts, Verdict, judge
-from llm_service.types import ToolCall, ToolSpec
-from mcp_client.catalog import MCPToolCatalog
+from governance.verdict import Facts, Ticket, Verdict, judge
+from llm_service.types import ToolCall
 from mcp_client.config import CatalogSettings, MCPServerConfig
 from mcp_client.hooks import NO_HOOKS, CallHooks
-from mcp_client.results import error_result
 from mcp_client.types import (
     CatalogPart,
     PartedCatalog,
-    ServerHealth,
     StandardizedTool,
     ToolCatalog,
     ToolResult,
@@ -46,10 +39,6 @@ def destructive(tool: StandardizedTool) -> bool:
     return hints.get("destructiveHint") is True and hints.get("readOnlyHint") is not True
 
 
-def _specs(tools: Sequence[StandardizedTool]) -> tuple[ToolSpec, ...]:
-    return tuple(ToolSpec(tool.name, tool.description, tool.parameters) for tool in tools)
-
-
 class ToolGovernance:
     """Build it with ``governance.build.build_tool_governance``, then ``start``; ``aclose`` at
     the end."""
@@ -59,18 +48,13 @@ class ToolGovernance:
         catalog: ToolCatalog,
         *,
         catalog_settings: CatalogSettings,
-        servers: RuntimeServers,
-        sync: RuntimeServerSync | None,
         policies: AppliedPolicies,
         policy_settings: ToolPolicySettings,
         pinning: Pinning,
         config_servers: Sequence[MCPServerConfig] = (),
         keys: KeyDirectory | None = None,
-        grants: ServerGrants | None = None,
     ) -> None:
         self._catalog = catalog
-        self.grants = grants
-        self.connections: ServerConnections | None = None  # set by `build_tool_governance`
         self._config_servers = {server.name: server for server in config_servers}
         self._keys = keys
         self._checks: dict[str, ArgumentCheck] = {}  # by definition hash: compiled once
@@ -78,8 +62,6 @@ class ToolGovernance:
         # catalog, and a call to one is "temporarily unavailable", not "unknown".
         self._last_server: dict[str, str] = {}
         self._bundles = catalog_settings.bundles
-        self._servers = servers
-        self._sync = sync
         self._policies = policies
         self._pinning = pinning
         self._offered = OfferedTools(self._offerable, catalog_settings.bundles)
@@ -87,18 +69,9 @@ class ToolGovernance:
         self._parts = catalog.parts if isinstance(catalog, PartedCatalog) else self._one_part
         self._whole = CatalogPart(0, ())
         self._generations = itertools.count(1)
-        self._refreshers: list[Refresher] = []
-        if sync is not None:
-            self._refreshers.append(
-                Refresher("runtime-servers", sync.refresh, sync.refresh_seconds)
-            )
-        self._refreshers.append(
+        self._refreshers = [
             Refresher("tool-policies", policies.refresh, policy_settings.refresh_seconds)
-        )
-        if grants is not None and isinstance(catalog, MCPToolCatalog):
-            watch = GrantWatch(grants, catalog)
-            seconds = catalog_settings.runtime_servers_refresh_seconds
-            self._refreshers.append(Refresher("server-grants", watch.refresh, seconds))
+        ]
         if pinning.enabled:
             self._refreshers.append(
                 Refresher("tool-pins", self._refresh_pins, pinning.settings.refresh_seconds)
@@ -107,13 +80,8 @@ class ToolGovernance:
     # -- lifecycle
 
     async def start(self) -> None:
-        """Discovers the tools and reads the admins' state. A failing tool server is degraded
-        and retried in the background; start never fails because of one."""
-        if self._sync is not None:
-            await self._sync.add_stored()
-        await self._catalog.start()
-        if self._sync is not None:
-            await self._sync.refresh()
+        """Reads the admins' policies and pins over the catalog's tools (start the tool servers
+        first, so the pins see what they discovered)."""
         await self._policies.refresh()
         await self._refresh_pins()
         for refresher in self._refreshers:
@@ -122,26 +90,16 @@ class ToolGovernance:
     async def aclose(self) -> None:
         for refresher in reversed(self._refreshers):
             await refresher.aclose()
-        await self._catalog.aclose()
 
     # -- which tools there are, and who may see them
 
-    def visible_tools(
-        self, roles: Iterable[str], bundle: str | None = None
-    ) -> list[StandardizedTool]:
-        """The tools these roles may be offered (narrowed to ``bundle`` when given; a bundle that
-        does not exist selects nothing): enabled, allowed, and not held for review."""
-        return list(self.offer(roles, bundle).tools)
-
     def offer(self, roles: Iterable[str], bundle: str | None = None) -> Offer:
-        """``visible_tools`` as a kept ``Offer``: the same object until a server's tools, a
-        policy, a pin or the trusted servers change, so what is derived from it may be kept."""
+        """The tools these roles are offered (narrowed to ``bundle`` when given; a bundle that
+        does not exist selects nothing): enabled, allowed, and not held for review. The same
+        ``Offer`` until a server's tools, a policy, a pin or the trusted servers change, so what
+        is derived from it (``Offer.specs``, a serialized listing) is kept with it."""
         state = (self._policies.generation, self._pinning.version())
         return self._offered.offer(frozenset(roles), bundle, self._parts(), state)
-
-    def tool_specs(self, roles: Iterable[str], bundle: str | None = None) -> tuple[ToolSpec, ...]:
-        """``visible_tools`` as a model is offered them, built once per ``offer``."""
-        return self.offer(roles, bundle).derived(ToolSpec, _specs)
 
     def _offerable(self, tools: Sequence[StandardizedTool]) -> tuple[StandardizedTool, ...]:
         effective = (self._effective(tool) for tool in tools)
@@ -252,23 +210,15 @@ class ToolGovernance:
             check = self._checks[tool.definition_hash] = ArgumentCheck(tool.parameters)
         return check
 
-    async def call_tool(
-        self,
-        name: str,
-        arguments: dict[str, Any],
-        timeout: float | None = None,
-        *,
-        hooks: CallHooks = NO_HOOKS,
+    async def run(
+        self, ticket: Ticket, timeout: float | None = None, *, hooks: CallHooks = NO_HOOKS
     ) -> ToolResult:
-        """Runs one call, unless its tool is now held or disabled (the policy may have changed
-        since the call was decided). Never raises for tool failures: returns an error result.
-        ``hooks`` hear the call's progress and the server's requests for input."""
-        tool = self.tool(name)
-        if tool is not None and self._pinning.held(tool):
-            return error_result(f"the tool `{name}` is held for review")
-        if tool is not None and not tool.enabled:
-            return error_result(f"the tool `{name}` is disabled by an administrator")
-        return await self._catalog.call_tool(name, arguments, timeout, hooks=hooks)
+        """Runs what a decision let through (``Verdict.ticket``), exactly: that definition, on
+        its server, with its checked arguments; nothing is looked up or checked again here (the
+        MCP client refuses a definition its server no longer lists). Never raises for tool
+        failures: returns an error result. ``hooks`` hear the call's progress and the server's
+        requests for input."""
+        return await self._catalog.run(ticket.tool, ticket.arguments, timeout, hooks=hooks)
 
     # -- admins' tool policies
 
@@ -313,45 +263,6 @@ class ToolGovernance:
         if pin is not None:
             await self._refresh_pins()
         return pin
-
-    # -- tool servers
-
-    def server_status(self) -> Mapping[str, ServerHealth]:
-        """Each tool server's health, by name."""
-        return self._catalog.status()
-
-    async def stored_servers(self) -> dict[str, MCPServerConfig]:
-        """The servers admins added at run time (still valid settings), by name."""
-        return await self._servers.stored()
-
-    async def put_server(self, config: MCPServerConfig, actor_key_id: int, *, create: bool) -> None:
-        """Stores (and audits) a new or changed runtime server and starts it here before
-        returning. ``InvalidRequest`` when the allow-lists refuse it, ``ServerConflict`` for a
-        config file's server (or an existing one on create), ``ServerNotFound`` otherwise."""
-        await self._servers.put(config, actor_key_id, create)
-
-    async def delete_server(self, name: str, actor_key_id: int) -> None:
-        """Removes (and audits) a runtime server and stops it here; ``ServerNotFound`` when
-        there is none, ``ServerConflict`` for a config file's server."""
-        await self._servers.delete(name, actor_key_id)
-
-    def server_config(self, name: str) -> MCPServerConfig | None:
-        """A config file's server of this name (runtime servers: ``stored_servers``)."""
-        return self._config_servers.get(name)
-
-    async def reconnect_server(self, name: str, timeout: float) -> None:
-        """Connects a (degraded) server now, e.g. just authorized, and waits up to ``timeout``
-        for it to be ready; other replicas follow within their refresh."""
-        catalog = self._catalog
-        if not isinstance(catalog, MCPToolCatalog):
-            return
-        catalog.reconnect(name)
-
-        def ready() -> bool:
-            health = catalog.status().get(name)
-            return health is not None and health.state == "ready"
-
-        await catalog.wait_for(ready, timeout)
 
     async def _refresh_pins(self) -> None:
         await self._pinning.refresh(self._catalog.all_tools())

@@ -42,12 +42,23 @@ class Denial(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Ticket:
+    """What an allowing decision let through, and all that may run: this definition of the tool
+    (its server and ``definition_hash`` with it) with these arguments, checked against it. The
+    MCP client refuses it when the server lists another definition by the time it runs."""
+
+    tool: StandardizedTool
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """The decision on one call: allowed when ``denial`` is None.
 
     ``tool`` is the tool as policy has it; None when no tool of that name exists.
     ``approvals_required``: distinct approvals an allowed call needs before it runs (0: none);
-    ``rule``: the approval rule that decided it (None: the tool's own setting).
+    ``rule``: the approval rule that decided it (None: the tool's own setting); ``ticket``:
+    what an allowed call may run.
     """
 
     tool: StandardizedTool | None
@@ -55,6 +66,7 @@ class Verdict:
     reason: str | None = None
     approvals_required: int = 0
     rule: dict[str, Any] | None = None
+    ticket: Ticket | None = None
 
     @property
     def allowed(self) -> bool:
@@ -119,7 +131,8 @@ def judge(call: ToolCall, facts: Facts, roles: Iterable[str] | None) -> Verdict:
         return verdict
     requires = tool.requires_approval and not tool.auto_approved
     need = approval_need(facts.rules, call.arguments, tool.parameters, requires)
-    return replace(verdict, approvals_required=need.approvals, rule=need.rule)
+    ticket = Ticket(tool, call.arguments)
+    return replace(verdict, approvals_required=need.approvals, rule=need.rule, ticket=ticket)
 
 
 def _tool_verdict(call: ToolCall, facts: Facts) -> Verdict | None:

@@ -15,6 +15,9 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+# A JSON object as it comes off the wire or goes onto it, before (or after) it takes a type.
+JSON = dict[str, Any]
+
 
 @dataclass(frozen=True, slots=True)
 class CacheControl:

@@ -19,7 +19,13 @@ from mcp_client.oauth import Consent
 from mcp_client.results import error_result, truncate
 from mcp_client.supervisor import ServerPolicy, ServerStatus, ServerSupervisor
 from mcp_client.transports import backend_factory
-from mcp_client.types import CatalogPart, StandardizedTool, ToolCatalog, ToolResult
+from mcp_client.types import (
+    DEFINITION_CHANGED,
+    CatalogPart,
+    StandardizedTool,
+    ToolCatalog,
+    ToolResult,
+)
 from mcp_client.validation import ArgumentCheck
 
 log = structlog.get_logger("mcp_client.catalog")
@@ -147,9 +153,7 @@ class MCPToolCatalog(ToolCatalog):
     def bundle_names(self) -> list[str]:
         return [bundle.name for bundle in self.settings.bundles]
 
-    def get_tools_for_llm(
-        self, roles: Iterable[str], bundle: str | None = None
-    ) -> list[StandardizedTool]:
+    def offered_to(self, roles: Iterable[str], bundle: str | None = None) -> list[StandardizedTool]:
         """The tools these roles may use; a ``bundle`` that does not exist selects nothing."""
         tools = [tool for tool, _ in self._index.values()]
         return offered_to(tools, roles, self.settings.bundles, bundle)
@@ -173,30 +177,52 @@ class MCPToolCatalog(ToolCatalog):
         *,
         hooks: CallHooks = NO_HOOKS,
     ) -> ToolResult:
-        """Validate and run one call; ``hooks`` hear its progress and the server's requests for
-        input (declined without an ``on_input``)."""
-        entry = self._index.get(name)
-        if entry is None:
+        """Looks the tool up, checks the arguments and runs the call (the catalog on its own,
+        without a gateway's decision in front of it); ``hooks`` hear its progress and the
+        server's requests for input (declined without an ``on_input``)."""
+        tool = self.get(name)
+        if tool is None:
             return error_result(f"unknown tool `{name}`")
-        tool, server = entry
         problems = self._check(tool).problems(arguments)
         if problems:
             return error_result(f"invalid arguments for `{name}`: " + "; ".join(problems))
+        return await self.run(tool, arguments, timeout, hooks=hooks)
+
+    async def run(
+        self,
+        tool: StandardizedTool,
+        arguments: dict[str, Any],
+        timeout: float | None = None,
+        *,
+        hooks: CallHooks = NO_HOOKS,
+    ) -> ToolResult:
+        """Runs a call decided on this definition of ``tool``, its arguments already checked
+        against it. Refused (``definition_changed``, nothing sent to the server) when the
+        tool's server now lists another definition under its name, or none."""
+        entry = self._index.get(tool.name)
+        if entry is None or entry[0].definition_hash != tool.definition_hash:
+            return ToolResult(
+                f"the tool `{tool.name}` changed on its server since the call was decided; "
+                "it was not run",
+                is_error=True,
+                refused=DEFINITION_CHANGED,
+            )
+        listed, server = entry
         # The caller's limit and the operator's (the server's, else the catalog's): the tighter.
         configured = server.policy.call_timeout or self.settings.call_timeout
         limit = min(timeout, configured) if timeout else configured
         call = ToolCall(
-            name=tool.original_name,
+            name=listed.original_name,
             arguments=arguments,
             deadline=asyncio.get_running_loop().time() + limit,
             limit=limit,
-            execution=tool.execution,
+            execution=listed.execution,
             hooks=hooks,
         )
         try:
             result = await server.call(call)
         except Exception as exc:  # a failing tool must never end the chat that called it
-            log.exception("tool_call_failed", tool=name, server=tool.server)
+            log.exception("tool_call_failed", tool=tool.name, server=listed.server)
             result = error_result(f"the tool failed: {type(exc).__name__}")
         return truncate(result, self.settings.max_result_chars)
 

@@ -158,7 +158,7 @@ async def _run(config: MCPServerConfig, environ: dict[str, str], out: TextIO) ->
             print(f"could not connect: {status.reason}", file=sys.stderr)
             return 1
         hooks = CallHooks(on_input=accept_with_defaults)
-        for tool in catalog.get_tools_for_llm([ROLE]):
+        for tool in catalog.offered_to([ROLE]):
             result = await catalog.call_tool(tool.name, sample_arguments(tool), hooks=hooks)
             print(json.dumps({"tool": tool.name, "result": result.content}), file=out)
     finally:

@@ -1,7 +1,7 @@
 """Where an OAuth grant lives: the SDK's ``TokenStorage`` plus what the gateway keeps with it.
 
 ``MemoryGrantStore`` keeps a grant in this process; the gateway gives its replicas one in the
-database (governance.server_grants), shared and sealed.
+database (tool_servers.grants), shared and sealed.
 """
 
 from __future__ import annotations

@@ -47,11 +47,6 @@ class InputHook(Protocol):
 DECLINED = InputAnswer(action="decline")
 
 
-async def decline_input(request: InputRequest) -> InputAnswer:
-    """The default answer to a server's request for input: no one is asked, it is declined."""
-    return DECLINED
-
-
 @dataclass(frozen=True, slots=True)
 class CallHooks:
     """What one call's caller listens to. Both optional."""

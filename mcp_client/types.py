@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -42,6 +42,11 @@ class ToolResult:
     structured: dict[str, Any] | None = None
     truncated: bool = False
     timed_out: bool = False  # the call hit its time limit (and was cancelled where possible)
+    refused: str | None = None  # why the client did not send the call (``DEFINITION_CHANGED``)
+
+
+# A call decided on a definition its server no longer lists is refused, not run as changed.
+DEFINITION_CHANGED = "definition_changed"
 
 
 def definition_hash(
@@ -88,12 +93,6 @@ class ToolCatalog(Protocol):
 
     def bundle_names(self) -> list[str]: ...
 
-    def get_tools_for_llm(
-        self, roles: Iterable[str], bundle: str | None = None
-    ) -> list[StandardizedTool]:
-        """The tools these roles may use (optionally narrowed to a named bundle)."""
-        ...
-
     def get(self, name: str) -> StandardizedTool | None:
         """A tool by its catalog name, whatever the roles; None when it does not exist."""
         ...
@@ -102,17 +101,19 @@ class ToolCatalog(Protocol):
         """Every tool in the catalog, whatever the roles (for administrators)."""
         ...
 
-    async def call_tool(
+    async def run(
         self,
-        name: str,
+        tool: StandardizedTool,
         arguments: dict[str, Any],
         timeout: float | None = None,
         *,
         hooks: CallHooks = NO_HOOKS,
     ) -> ToolResult:
-        """Validate and run one call. Never raises for tool failures: returns an error result.
-        ``hooks`` hear its progress and the server's requests for input (a catalog that has
-        neither may ignore them: requests for input are then declined)."""
+        """Run a call decided on this definition of ``tool`` (its arguments checked against
+        it): refused with ``refused=DEFINITION_CHANGED`` when the server now lists another.
+        Never raises for tool failures: returns an error result. ``hooks`` hear its progress and
+        the server's requests for input (a catalog that has neither may ignore them: requests
+        for input are then declined)."""
         ...
 
 

@@ -122,11 +122,6 @@ class Notifier:
         """A budget sink: spend crossed 80 % or 100 % of a key's or team's budget."""
         await self.emit("budget.threshold", budget_data(alert, self._settings.admin_url))
 
-    def emit_soon(self, event: str, data: dict[str, Any]) -> None:
-        """For synchronous callers: enqueue in a task of its own (kept until it is done)."""
-        if self._subscribers(event):
-            self._soon(self.emit(event, data))
-
     def _soon(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)
         self._pending.add(task)

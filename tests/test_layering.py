@@ -18,9 +18,9 @@ OUTSIDE_THE_RULE = frozenset({"tests", "bench"})
 
 # Each package of ours, and the packages of ours its modules may import (their own aside).
 # gateway -> notifications -> accounts -> governance; gateway -> chat_service -> governance ->
-# mcp_client; chat_service -> llm_service;
-# adapters -> llm_service (llm_service never imports adapters); db below all; mcp_client
-# imports none of the others; migrations only db (and the CLI runs them).
+# mcp_client; gateway -> tool_servers -> mcp_client (governance does not know tool_servers);
+# chat_service -> llm_service; adapters -> llm_service (llm_service never imports adapters);
+# db below all; mcp_client imports none of the others; migrations only db (and the CLI runs them).
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "gateway": frozenset(
         {
@@ -28,6 +28,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
             "accounts",
             "chat_service",
             "governance",
+            "tool_servers",
             "llm_service",
             "mcp_client",
             "db",
@@ -39,6 +40,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "accounts": frozenset({"governance", "llm_service", "db"}),
     "chat_service": frozenset({"governance", "llm_service", "mcp_client", "db"}),
     "governance": frozenset({"llm_service", "mcp_client", "db"}),
+    "tool_servers": frozenset({"llm_service", "mcp_client", "db"}),
     "adapters": frozenset({"llm_service", "db"}),
     "llm_service": frozenset({"db"}),
     "mcp_client": frozenset(),

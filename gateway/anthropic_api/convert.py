@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from gateway.anthropic_api.schemas import (
     AssistantMessageIn,
@@ -26,6 +25,7 @@ from gateway.anthropic_api.schemas import (
     UserMessageIn,
 )
 from llm_service.types import (
+    JSON,
     AssistantMessage,
     CacheControl,
     ChatRequest,
@@ -47,8 +47,6 @@ from llm_service.types import (
     Usage,
     UserMessage,
 )
-
-JSON = dict[str, Any]
 
 STOP_REASONS: dict[FinishReason, str] = {
     "stop": "end_turn",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 
@@ -21,9 +20,7 @@ from gateway.anthropic_api.errors import (
 )
 from gateway.sse import frame
 from llm_service.errors import GatewayError
-from llm_service.types import ChatResponse, TextDelta, ThinkingDelta, ToolCallDelta
-
-JSON = dict[str, Any]
+from llm_service.types import JSON, ChatResponse, TextDelta, ThinkingDelta, ToolCallDelta
 
 
 def _event(payload: JSON) -> bytes:

@@ -25,7 +25,8 @@ from chat_service.events import Stored, ToolCallProgress, TurnEvent
 from chat_service.executor import ToolExecutor
 from chat_service.store import ConversationStore
 from chat_service.tool_call_view import CallState, ToolCallView, arguments_hash
-from chat_service.tool_calls import Move, ToolCallStore
+from chat_service.tool_calls import ToolCallStore
+from chat_service.transitions import Outcome, Settle
 from db.base import utcnow
 from db.models import Conversation, ToolCallRecord
 from governance import ToolGovernance
@@ -145,11 +146,7 @@ class GovernedCalls:
         return last
 
     async def _abandoned(self, call: ToolCallView) -> None:
-        failed = Move(
-            CallState.EXECUTING,
-            CallState.FAILED,
-            changes={"result": CANCELLED, "result_is_error": True, "finished_at": utcnow()},
-        )
+        failed = Settle(ended=Outcome(CANCELLED, True, utcnow()))
         await self._calls.move(call.record_id, failed)
 
     async def _kept(self, conversation_id: str, event: TurnEvent | Stored) -> ToolCallView | None:

@@ -16,7 +16,7 @@ META_KEY = "llm-gateway/tool"
 
 def mcp_tools(tools: ToolGovernance, roles: frozenset[str], bundle: str | None) -> list[types.Tool]:
     """The same call ``/v1/tools`` makes, so the two lists cannot drift apart."""
-    return [mcp_tool(tool) for tool in tools.visible_tools(roles, bundle)]
+    return [mcp_tool(tool) for tool in tools.offer(roles, bundle).tools]
 
 
 def mcp_tool(tool: StandardizedTool) -> types.Tool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from gateway.openai_api.schemas import (
     AssistantMessageIn,
@@ -21,6 +20,7 @@ from gateway.openai_api.schemas import (
 from llm_service.assemble import arguments_json, tool_call
 from llm_service.errors import InvalidRequest
 from llm_service.types import (
+    JSON,
     AssistantMessage,
     ChatRequest,
     ChatResponse,
@@ -41,7 +41,6 @@ from llm_service.types import (
     UserMessage,
 )
 
-JSON = dict[str, Any]
 _EMPTY_OBJECT_SCHEMA: JSON = {"type": "object", "properties": {}}
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import orjson
 
@@ -11,9 +10,8 @@ from gateway.errors import error_body, gateway_error_body
 from gateway.openai_api.convert import usage_json
 from gateway.sse import frame
 from llm_service.errors import GatewayError
-from llm_service.types import ChatResponse, TextDelta, ThinkingDelta, ToolCallDelta
+from llm_service.types import JSON, ChatResponse, TextDelta, ThinkingDelta, ToolCallDelta
 
-JSON = dict[str, Any]
 DONE = frame(b"[DONE]")
 
 

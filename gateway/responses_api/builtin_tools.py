@@ -13,13 +13,10 @@ audit). An unmapped type is a 400 naming it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from llm_service.errors import InvalidRequest
-from llm_service.types import ToolSpec
+from llm_service.types import JSON, ToolSpec
 from mcp_client.types import StandardizedTool
-
-JSON = dict[str, Any]
 
 
 def mapped_builtins(

@@ -16,6 +16,7 @@ from gateway.responses_api.schemas import FunctionToolChoice, ResponsesRequest
 from llm_service.assemble import arguments_json, tool_call
 from llm_service.errors import InvalidRequest
 from llm_service.types import (
+    JSON,
     AssistantMessage,
     ChatResponse,
     ContentPart,
@@ -32,7 +33,6 @@ from llm_service.types import (
     UserMessage,
 )
 
-JSON = dict[str, Any]
 _EMPTY_OBJECT_SCHEMA: JSON = {"type": "object", "properties": {}}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 # Items a model of another API produced that carry nothing the canonical history holds.

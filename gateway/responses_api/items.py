@@ -4,13 +4,12 @@ responses stored before items were kept."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from gateway.responses_api.convert import function_call_item, message_item, new_id
 from gateway.responses_api.schemas import ResponsesRequest
 from llm_service.assemble import arguments_json
 from llm_service.errors import InvalidRequest
 from llm_service.types import (
+    JSON,
     AssistantMessage,
     Message,
     SystemMessage,
@@ -19,7 +18,6 @@ from llm_service.types import (
     UserMessage,
 )
 
-JSON = dict[str, Any]
 _ID_PREFIXES = {"message": "msg", "function_call": "fc", "function_call_output": "fco"}
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
@@ -28,9 +27,8 @@ from gateway.responses_api.schemas import ResponsesRequest
 from gateway.sse import frame
 from llm_service.errors import GatewayError
 from llm_service.router import RoutedResponses
-from llm_service.types import ResponsesCall, ResponsesDone, ToolSpec
+from llm_service.types import JSON, ResponsesCall, ResponsesDone, ToolSpec
 
-JSON = dict[str, Any]
 # The gateway's own: set below, or not sent (a background or OpenAI-conversation response would
 # live on the provider, outside the gateway's keys and store).
 _GATEWAY_FIELDS = {"model", "stream", "store", "previous_response_id", "background", "conversation"}

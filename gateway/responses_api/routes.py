@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter, Query
 from starlette.requests import Request
@@ -45,6 +45,7 @@ from gateway.services import Services, get_services
 from llm_service.config import ModelConfig
 from llm_service.errors import GatewayError, InvalidRequest
 from llm_service.types import (
+    JSON,
     ChatRequest,
     Message,
     ResponseFormat,
@@ -53,7 +54,6 @@ from llm_service.types import (
     ToolSpec,
 )
 
-JSON = dict[str, Any]
 # Their adapters send ``response_format`` on (Chat Completions' field; Ollama's ``format``).
 _STRUCTURED_OUTPUT_PROVIDERS = frozenset({"openai", "ollama", "litellm"})
 # Anthropic holds an answer to a JSON schema (output_config.format), not to "any JSON object".
@@ -85,7 +85,7 @@ async def create_response(request: Request) -> Response:
     mapped = mapped_builtins(
         body.tools or [],
         services.settings.responses_builtin_tools,
-        lambda: services.tools.visible_tools(principal.roles),
+        lambda: services.tools.offer(principal.roles).tools,
     )
     tools = tool_specs(body, mapped)  # the same 400s on both paths
     conversation = [*(previous.conversation if previous else []), *input_messages(body)]

@@ -7,7 +7,6 @@ ids cannot be probed across keys.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import TypeAdapter
 from sqlalchemy import delete, select
@@ -16,9 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from chat_service.messages import AnyMessage
 from db.models import StoredResponse
 from llm_service.errors import GatewayError
-from llm_service.types import Message
+from llm_service.types import JSON, Message
 
-JSON = dict[str, Any]
 _CONVERSATION: TypeAdapter[list[Message]] = TypeAdapter(list[AnyMessage])
 
 

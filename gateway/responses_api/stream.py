@@ -11,7 +11,6 @@ events (``response.output_text.done``, ``response.content_part.done`` /
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 
@@ -26,9 +25,7 @@ from gateway.responses_api.schemas import ResponsesRequest
 from gateway.sse import frame
 from llm_service.assemble import arguments_json
 from llm_service.errors import GatewayError
-from llm_service.types import ChatResponse, TextDelta, ThinkingDelta, ToolCallDelta
-
-JSON = dict[str, Any]
+from llm_service.types import JSON, ChatResponse, TextDelta, ThinkingDelta, ToolCallDelta
 
 
 @dataclass

@@ -17,13 +17,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service.events import (
     MessageCompleted,
-    ToolCallAwaitingApproval,
     ToolCallCreated,
     ToolCallStarted,
 )
 from chat_service.store import ConversationStore, completing
 from chat_service.tool_call_view import CallState, ToolCallView, draft
-from chat_service.tool_calls import Move, Proposal, ToolCallStore
+from chat_service.tool_calls import Proposal, ToolCallStore
+from chat_service.transitions import Approve, Decision, Hold, Identity, Start
 from db.engine import create_engine, session_factory
 from db.models import AuditEvent
 from llm_service.types import AssistantMessage, ToolCall, UserMessage
@@ -47,7 +47,8 @@ def _draft(conversation_id: str, call: ToolCall) -> ToolCallView:
 
 
 STARTED = datetime(2026, 11, 27, 12, 0, 0, 123456, tzinfo=UTC)
-HOLD = Move(CallState.PROPOSED, CallState.AWAITING_APPROVAL, announce=ToolCallAwaitingApproval)
+LOCAL = Identity("local", "definition")
+HOLD = Hold(identity=LOCAL, expires_at=STARTED, approvals_required=1)
 
 
 def test_the_message_and_its_calls_are_stored_together_in_order(migrated: str) -> None:
@@ -58,7 +59,7 @@ def test_the_message_and_its_calls_are_stored_together_in_order(migrated: str) -
         assert await store.begin_turn(conversation.id, ["user"], UserMessage("go"))
         calls = ToolCallStore(sessions)
         first, second = (_draft(conversation.id, call) for call in ASKED.tool_calls)
-        proposals = [Proposal(first, ToolCallCreated), Proposal(second, ToolCallCreated, [HOLD])]
+        proposals = [Proposal(first), Proposal(second, [HOLD])]
         opened, views = await calls.propose(proposals, opening=completing(conversation.id, ASKED))
         assert isinstance(opened, MessageCompleted)
         assert opened.message.message == ASKED
@@ -92,16 +93,8 @@ def test_a_call_proposed_and_moved_at_once_reads_as_moved_one_by_one(migrated: s
         conversation = await store.create(1, "mock", ["user"])
         calls = ToolCallStore(sessions)
         proposal = _draft(conversation.id, ASKED.tool_calls[0])
-        moves = [
-            Move(CallState.PROPOSED, CallState.APPROVED, {"server": "local"}),
-            Move(
-                CallState.APPROVED,
-                CallState.EXECUTING,
-                {"started_at": STARTED},
-                announce=ToolCallStarted,
-            ),
-        ]
-        _, [views] = await calls.propose([Proposal(proposal, ToolCallCreated, moves)])
+        moves = [Approve(identity=LOCAL), Start(at=STARTED)]
+        _, [views] = await calls.propose([Proposal(proposal, moves)])
         stored = await calls.get(proposal.record_id)
         assert stored is not None
         events = [(event.type, event.data) for _, event in await store.events(conversation.id, 0)]
@@ -158,7 +151,7 @@ def test_a_round_whose_proposals_fail_leaves_no_message_behind(migrated: str) ->
         calls = ToolCallStore(sessions)
         first = _draft(conversation.id, ASKED.tool_calls[0])
         # The second proposal breaks the first's primary key: the transaction fails at its end.
-        proposals = [Proposal(first, ToolCallCreated), Proposal(first, ToolCallCreated)]
+        proposals = [Proposal(first), Proposal(first)]
         with pytest.raises((sqlite3.IntegrityError, asyncpg.UniqueViolationError)):
             await calls.propose(proposals, opening=completing(conversation.id, ASKED))
         events = [event.type for _, event in await store.events(conversation.id, 0)]
@@ -187,22 +180,17 @@ async def test_only_the_commit_that_starts_a_call_is_synced_at_full(sqlite_url: 
 
         statements.clear()
         held = _draft(conversation.id, ToolCall("held", "time__now", {}))
-        await calls.propose(
-            [Proposal(held, then=[Move(CallState.PROPOSED, CallState.AWAITING_APPROVAL)])]
-        )
+        await calls.propose([Proposal(held, then=[HOLD])])
         held_statements = list(statements)
 
         statements.clear()
-        await calls.move(held.record_id, Move(CallState.AWAITING_APPROVAL, CallState.APPROVED))
-        await calls.move(held.record_id, Move(CallState.APPROVED, CallState.EXECUTING))
+        await calls.move(held.record_id, Approve(decision=Decision(2, STARTED)))
+        await calls.move(held.record_id, Start(at=STARTED))
         started = list(statements)
 
         statements.clear()
         auto = _draft(conversation.id, ToolCall("auto", "time__now", {}))
-        starting = [
-            Move(CallState.PROPOSED, CallState.APPROVED),
-            Move(CallState.APPROVED, CallState.EXECUTING),
-        ]
+        starting = [Approve(identity=LOCAL), Start(at=STARTED)]
         await calls.propose([Proposal(auto, then=starting)])
         auto_started = list(statements)
     finally:

@@ -21,6 +21,7 @@ from governance import (
 from mcp_client import BundleConfig, CatalogSettings, LocalTool, MCPToolCatalog, ToolOverride
 from mcp_client.supervisor import ServerPolicy
 from migrations.commands import upgrade
+from tool_servers import ToolServers, build_tool_servers
 
 TRANSFER_SCHEMA = {
     "type": "object",
@@ -68,6 +69,7 @@ DESK_POLICY = ServerPolicy(
 @dataclass
 class Governed:
     tools: ToolGovernance
+    servers: ToolServers
     desk: Desk
     sessions: async_sessionmaker[AsyncSession]
 
@@ -89,21 +91,26 @@ def governed(sqlite_url: str) -> GovernedFactory:
         desk = Desk()
         catalog = MCPToolCatalog(settings)
         catalog.register_local_tools("desk", desk.tools(), roles=[], policy=DESK_POLICY)
+        servers = build_tool_servers(
+            sessions, catalog_settings=settings, config_servers=[], environ={}, tools=catalog
+        )
         tools = build_tool_governance(
             sessions,
+            servers.catalog,
+            trusted=servers.trusted,
             catalog_settings=settings,
             config_servers=[],
-            environ={},
             pinning=PinningSettings(**{"enabled": False, "refresh_seconds": 3600, **pinning}),
             # The timer stays out of the way: the tests see what a change applies at once.
             policies=ToolPolicySettings(refresh_seconds=3600),
-            tools=catalog,
         )
+        await servers.start()
         await tools.start()
         try:
-            yield Governed(tools, desk, sessions)
+            yield Governed(tools, servers, desk, sessions)
         finally:
             await tools.aclose()
+            await servers.aclose()
             await engine.dispose()
 
     return build

@@ -9,13 +9,14 @@ from collections.abc import Sequence
 from db.engine import create_engine, session_factory
 from governance import PinningSettings, ToolPolicySettings, build_tool_governance
 from governance.offered import OfferedTools
-from llm_service.types import ToolSpec
+from llm_service.types import ToolCall, ToolSpec
 from mcp_client import CatalogSettings, MCPToolCatalog, StandardizedTool
 from mcp_client.supervisor import ServerPolicy
 from mcp_client.types import CatalogPart, definition_hash
 from migrations.commands import upgrade
 from tests.governance.conftest import DESK_POLICY, Desk, GovernedFactory
 from tests.support.mcp_servers import demo_server, in_process
+from tool_servers import build_tool_servers
 
 
 def tool(server: str, name: str, description: str = "") -> StandardizedTool:
@@ -105,43 +106,51 @@ async def test_a_servers_changed_tool_list_is_offered_at_once_and_leaves_the_oth
         "docs", "in-process", ServerPolicy(roles=frozenset({"user"})), in_process(docs.server)
     )
     catalog.register_local_tools("desk", Desk().tools(), roles=[], policy=DESK_POLICY)
+    sessions = session_factory(engine)
+    servers = build_tool_servers(
+        sessions, catalog_settings=settings, config_servers=[], environ={}, tools=catalog
+    )
     tools = build_tool_governance(
-        session_factory(engine),
+        sessions,
+        servers.catalog,
+        trusted=servers.trusted,
         catalog_settings=settings,
         config_servers=[],
-        environ={},
         pinning=PinningSettings(enabled=False),
         policies=ToolPolicySettings(refresh_seconds=3600),
-        tools=catalog,
     )
+    await servers.start()
     await tools.start()
     try:
         before = tools.offer(["user"])
         assert "late" not in {t.name for t in before.tools}
         desk_generation = catalog.parts()["desk"].generation
 
-        assert (await tools.call_tool("grow", {})).content == "grown"
+        grow = tools.may_run(ToolCall("c1", "grow", {}), ["user"]).ticket
+        assert grow is not None
+        assert (await tools.run(grow)).content == "grown"
         assert await catalog.wait_for(lambda: catalog.get("late") is not None, timeout=10)
 
         after = tools.offer(["user"])
         assert "late" in {t.name for t in after.tools}
         late = catalog.get("late")
         assert late is not None
-        assert ToolSpec(late.name, late.description, late.parameters) in tools.tool_specs(["user"])
+        assert ToolSpec(late.name, late.description, late.parameters) in tools.offer(["user"]).specs
         assert catalog.parts()["desk"].generation == desk_generation
         desk_before = [t for t in before.tools if t.server == "desk"]
         assert [t for t in after.tools if t.server == "desk"] == desk_before
         # What a turn offers and what /v1/tools lists are the same kept offer.
-        assert [s.name for s in tools.tool_specs(["user"])] == [t.name for t in after.tools]
+        assert [s.name for s in tools.offer(["user"]).specs] == [t.name for t in after.tools]
     finally:
         await tools.aclose()
+        await servers.aclose()
         await engine.dispose()
 
 
 async def test_a_pin_decision_is_offered_at_once(governed: GovernedFactory) -> None:
     async with governed(enabled=True) as gov:
-        assert gov.tools.tool_specs(["user"]) == ()
+        assert gov.tools.offer(["user"]).specs == ()
         [pin] = [pin for pin in await gov.tools.reviews() if pin.tool_name == "get_time"]
         await gov.tools.decide_review(pin.id, True, actor_key_id=3)
-        assert [spec.name for spec in gov.tools.tool_specs(["user"])] == ["get_time"]
-        assert [tool.name for tool in gov.tools.visible_tools(["user"])] == ["get_time"]
+        assert [spec.name for spec in gov.tools.offer(["user"]).specs] == ["get_time"]
+        assert [tool.name for tool in gov.tools.offer(["user"]).tools] == ["get_time"]

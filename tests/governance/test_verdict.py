@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from governance import Denial, Verdict
+from governance import Denial, Ticket, Verdict
 from llm_service.types import ToolCall
 from tests.governance.conftest import GovernedFactory
 
@@ -18,7 +18,10 @@ async def test_an_allowed_call_carries_its_tool_and_whether_it_needs_approval(
 ) -> None:
     async with governed() as gov:
         plain = gov.tools.may_run(call("get_time"), ["user"])
-        assert plain == Verdict(gov.tools.tool("get_time"))
+        get_time = gov.tools.tool("get_time")
+        assert get_time is not None
+        # The ticket: what an allowed call may run, exactly (this definition, these arguments).
+        assert plain == Verdict(get_time, ticket=Ticket(get_time, {}))
         assert plain.allowed
         assert not plain.requires_approval
         transfer = gov.tools.may_run(call("transfer_money", {"amount": 5}), ["user"])

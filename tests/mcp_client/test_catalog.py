@@ -86,7 +86,7 @@ def _names(tools: list[Any]) -> set[str]:
 async def test_the_first_server_keeps_a_shared_name_and_a_later_one_is_namespaced(
     catalog: MCPToolCatalog,
 ) -> None:
-    names = _names(catalog.get_tools_for_llm(["user", "admin"]))
+    names = _names(catalog.offered_to(["user", "admin"]))
     assert {"echo", "beta__echo", "hang", "beta__hang", "double"} <= names
     assert "alpha__echo" not in names
     assert "beta__mixed" not in names  # alpha's is disabled by override: beta's takes the name
@@ -128,18 +128,18 @@ async def test_always_namespace_prefixes_every_tool(alpha: DemoServer) -> None:
     )
     await catalog.start()
     try:
-        assert "alpha__huge" in _names(catalog.get_tools_for_llm(["user"]))
+        assert "alpha__huge" in _names(catalog.offered_to(["user"]))
     finally:
         await catalog.aclose()
 
 
 async def test_roles_filter_tools_and_overrides_apply(catalog: MCPToolCatalog) -> None:
-    user = _names(catalog.get_tools_for_llm(["user"]))
+    user = _names(catalog.offered_to(["user"]))
     assert "echo" in user
     assert "beta__echo" not in user  # beta is admin-only
     assert "fail" not in user  # the override narrows it to admin
-    assert "fail" in _names(catalog.get_tools_for_llm(["admin"]))
-    assert catalog.get_tools_for_llm(["nobody"]) == []
+    assert "fail" in _names(catalog.offered_to(["admin"]))
+    assert catalog.offered_to(["nobody"]) == []
     grow = catalog.get("grow")
     assert grow is not None
     assert (grow.requires_approval, grow.auto_approved) == (True, True)
@@ -150,14 +150,14 @@ async def test_roles_filter_tools_and_overrides_apply(catalog: MCPToolCatalog) -
 
 async def test_bundles_granted_to_roles_and_selected_per_request(catalog: MCPToolCatalog) -> None:
     # `intern` is granted only the math bundle, although the local server allows it everything.
-    assert _names(catalog.get_tools_for_llm(["intern"])) == {"double"}
-    both = catalog.get_tools_for_llm(["user", "admin"], bundle="echoes")
+    assert _names(catalog.offered_to(["intern"])) == {"double"}
+    both = catalog.offered_to(["user", "admin"], bundle="echoes")
     assert _names(both) == {"echo", "beta__echo"}
-    assert _names(catalog.get_tools_for_llm(["user"], bundle="echoes")) == {"echo"}
-    beta_only = _names(catalog.get_tools_for_llm(["admin"], bundle="beta-only"))
+    assert _names(catalog.offered_to(["user"], bundle="echoes")) == {"echo"}
+    beta_only = _names(catalog.offered_to(["admin"], bundle="beta-only"))
     assert "beta__echo" in beta_only
     assert "fail" not in beta_only
-    assert catalog.get_tools_for_llm(["user"], bundle="no-such-bundle") == []
+    assert catalog.offered_to(["user"], bundle="no-such-bundle") == []
 
 
 async def test_calls_reach_the_right_server(catalog: MCPToolCatalog) -> None:
@@ -249,7 +249,7 @@ async def test_local_tools_added_after_start_are_brought_up_by_start(
     schema = {"type": "object", "properties": {"who": {"type": "string"}}, "required": ["who"]}
     catalog.register_local_tools("extra", [LocalTool("greet", "Greet.", schema, greet)], ["user"])
     await catalog.start()
-    assert "greet" in _names(catalog.get_tools_for_llm(["user"]))
+    assert "greet" in _names(catalog.offered_to(["user"]))
     assert (await catalog.call_tool("greet", {"who": "ana"})).content == "hello ana"
 
 

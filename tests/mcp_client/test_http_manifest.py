@@ -48,7 +48,7 @@ async def catalog(manifest_url: str) -> AsyncIterator[MCPToolCatalog]:
 async def test_manifest_tools_are_discovered_with_their_schemas(
     catalog: MCPToolCatalog, seen_headers: list[dict[str, str]]
 ) -> None:
-    names = {tool.name for tool in catalog.get_tools_for_llm(["user"])}
+    names = {tool.name for tool in catalog.offered_to(["user"])}
     assert names == {"get_weather", "city_time", "status", "broken"}
     weather = catalog.get("get_weather")
     assert weather is not None

@@ -79,7 +79,7 @@ async def test_a_server_down_at_start_comes_up_later() -> None:
             status = catalog.status()["late"]
             assert status.state == "degraded"
             assert status.reason
-            assert catalog.get_tools_for_llm(["user"]) == []
+            assert catalog.offered_to(["user"]) == []
             assert (await catalog.call_tool("echo", {"text": "x"})).is_error
             gate.open = True
             assert await catalog.wait_for(lambda: catalog.get("echo") is not None, timeout=20)
@@ -101,7 +101,7 @@ async def test_pypi_mcp_server_time_over_stdio() -> None:
     catalog = MCPToolCatalog.from_config([config], CatalogSettings(), {})
     await catalog.start()
     try:
-        names = {tool.name for tool in catalog.get_tools_for_llm(["user"])}
+        names = {tool.name for tool in catalog.offered_to(["user"])}
         assert names == {"get_current_time", "convert_time"}
         convert = catalog.get("convert_time")
         assert convert is not None

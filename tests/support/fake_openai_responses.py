@@ -26,10 +26,11 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from llm_service.types import JSON
+
 if TYPE_CHECKING:
     from tests.support.fake_openai import FakeReply, FakeToolCall
 
-JSON = dict[str, Any]
 ENCRYPTED = "reasoning.encrypted_content"
 
 

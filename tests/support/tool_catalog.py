@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mcp_client.hooks import NO_HOOKS, CallHooks
-from mcp_client.types import StandardizedTool, ToolResult, definition_hash
+from mcp_client.types import DEFINITION_CHANGED, StandardizedTool, ToolResult, definition_hash
 
 Handler = Callable[[dict[str, Any]], Awaitable[str]]
 
@@ -69,12 +69,6 @@ class CountingCatalog:
     def bundle_names(self) -> list[str]:
         return []
 
-    def get_tools_for_llm(
-        self, roles: Iterable[str], bundle: str | None = None
-    ) -> list[StandardizedTool]:
-        role_set = set(roles)
-        return [tool for tool, _ in self.tools.values() if not tool.roles.isdisjoint(role_set)]
-
     def get(self, name: str) -> StandardizedTool | None:
         if name in self.unreachable:
             raise ConnectionError(f"the catalog cannot look up {name}")
@@ -84,16 +78,18 @@ class CountingCatalog:
     def all_tools(self) -> list[StandardizedTool]:
         return [tool for tool, _ in self.tools.values()]
 
-    async def call_tool(
+    async def run(
         self,
-        name: str,
+        tool: StandardizedTool,
         arguments: dict[str, Any],
         timeout: float | None = None,
         *,
         hooks: CallHooks = NO_HOOKS,
     ) -> ToolResult:
-        self.calls.append((name, arguments))
-        _, handler = self.tools[name]
+        listed, handler = self.tools[tool.name]
+        if listed.definition_hash != tool.definition_hash:
+            return ToolResult("changed", is_error=True, refused=DEFINITION_CHANGED)
+        self.calls.append((tool.name, arguments))
         try:
             return ToolResult(await handler(arguments))
         except ValueError as exc:

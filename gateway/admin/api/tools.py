@@ -15,6 +15,7 @@ from gateway.services import Services
 from governance import ApprovalRules, ToolGovernance
 from llm_service.errors import GatewayError, InvalidRequest
 from mcp_client.types import StandardizedTool
+from tool_servers import ToolServers
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
 
@@ -38,10 +39,10 @@ class PolicyChange(BaseModel):
     )
 
 
-def servers_json(tools: ToolGovernance) -> list[dict[str, Any]]:
+def servers_json(servers: ToolServers) -> list[dict[str, Any]]:
     return [
         {"object": "mcp_server", "name": name, **health.as_dict()}
-        for name, health in sorted(tools.server_status().items())
+        for name, health in sorted(servers.status().items())
     ]
 
 
@@ -76,7 +77,7 @@ def tools_json(tools: ToolGovernance) -> list[dict[str, Any]]:
 
 @router.get("/servers")
 async def list_servers(principal: AdminPrincipal, services: ServicesDep) -> Response:
-    return json_response({"object": "list", "data": servers_json(services.tools)})
+    return json_response({"object": "list", "data": servers_json(services.tool_servers)})
 
 
 @router.get("/tools")

@@ -23,8 +23,8 @@ from gateway.admin.ui.rendering import render
 from gateway.admin.ui.security import SecuredRoute, SignedIn, check_csrf, cookie_name, is_tls
 from gateway.auth import ServicesDep
 from gateway.services import Services
-from governance.server_connect import CONSENT_SECONDS, EXPIRED, ConsentExpired, ServerConnections
 from llm_service.errors import InvalidRequest
+from tool_servers.connect import CONSENT_SECONDS, EXPIRED, ConsentExpired, ServerConnections
 
 router = APIRouter(prefix="/admin", route_class=SecuredRoute, include_in_schema=False)
 CALLBACK_PATH = "/admin/oauth/callback"
@@ -32,7 +32,7 @@ CONNECTED = "/admin/servers?done=connected"
 
 
 def _connections(services: Services) -> ServerConnections:
-    connections = services.tools.connections
+    connections = services.tool_servers.connections
     if connections is None:
         raise InvalidRequest("This gateway's tool catalog takes no OAuth connections.")
     return connections

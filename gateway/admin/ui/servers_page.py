@@ -17,9 +17,9 @@ from gateway.admin.ui.server_form import TRANSPORTS, ServerForm
 from gateway.admin.ui.sessions import SessionInfo
 from gateway.auth import ServicesDep
 from gateway.services import Services
-from governance.server_grants import GrantSummary, uses_consent
 from llm_service.errors import GatewayError
 from mcp_client.config import MCPServerConfig
+from tool_servers.grants import GrantSummary, uses_consent
 
 router = APIRouter(prefix="/admin", route_class=SecuredRoute, include_in_schema=False)
 
@@ -60,13 +60,13 @@ def _target(config: MCPServerConfig) -> str:
 
 
 async def _rows(services: Services) -> list[ServerRow]:
-    status = {name: health.as_dict() for name, health in services.tools.server_status().items()}
+    status = {name: health.as_dict() for name, health in services.tool_servers.status().items()}
     configured = {server.name: server for server in services.settings.mcp_servers}
-    stored = await services.tools.stored_servers()
+    stored = await services.tool_servers.stored()
     consenting = {
         name: config for name, config in {**stored, **configured}.items() if uses_consent(config)
     }
-    grants = services.tools.grants
+    grants = services.tool_servers.grants
     summaries = await grants.summaries(consenting) if grants and grants.has_key else {}
     rows: list[ServerRow] = []
     for name in sorted({*status, *configured, *stored}):
@@ -121,7 +121,7 @@ async def add_server(
 ) -> Response:
     check_csrf(session, csrf_token)
     try:
-        await services.tools.put_server(form.to_config(), session.key_id, create=True)
+        await services.tool_servers.put(form.to_config(), session.key_id, create=True)
     except GatewayError as exc:
         rejected = Rejected(exc.message, exc.status_code, form)
         return await _servers_page(request, services, session, rejected)
@@ -141,8 +141,8 @@ async def change_server(
     check_csrf(session, csrf_token)
     form = form.model_copy(update={"name": name})  # the path names the server, not the form
     try:
-        stored = (await services.tools.stored_servers()).get(name)
-        await services.tools.put_server(form.to_config(stored), session.key_id, create=False)
+        stored = (await services.tool_servers.stored()).get(name)
+        await services.tool_servers.put(form.to_config(stored), session.key_id, create=False)
     except GatewayError as exc:
         rejected = Rejected(exc.message, exc.status_code, form, editing=name)
         return await _servers_page(request, services, session, rejected)
@@ -159,7 +159,7 @@ async def delete_server(
 ) -> Response:
     check_csrf(session, csrf_token)
     try:
-        await services.tools.delete_server(name, session.key_id)
+        await services.tool_servers.delete(name, session.key_id)
     except GatewayError as exc:
         rejected = Rejected(exc.message, exc.status_code, None, editing=name)
         return await _servers_page(request, services, session, rejected)

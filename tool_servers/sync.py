@@ -14,15 +14,15 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.models import RuntimeMCPServer
-from governance.server_grants import ServerGrants, uses_consent
-from governance.server_rules import RuntimeServerRules
 from llm_service.errors import InvalidRequest
 from mcp_client.catalog import MCPToolCatalog, policy_of
 from mcp_client.config import MCPServerConfig
 from mcp_client.index import Precedence
 from mcp_client.transports import backend_factory
+from tool_servers.grants import ServerGrants, uses_consent
+from tool_servers.rules import RuntimeServerRules
 
-log = structlog.get_logger("governance.server_sync")
+log = structlog.get_logger("tool_servers.sync")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Replicas sharing one OAuth grant in the database (governance.server_grants), against a real
+"""Replicas sharing one OAuth grant in the database (tool_servers.grants), against a real
 authorization server that rotates refresh tokens (tests/support/oauth_mcp_server.py): each
 replica has its own engine on the same database, as two gateways do."""
 
@@ -21,7 +21,6 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from db.base import utcnow
 from db.engine import create_engine, session_factory
 from db.models import MCPServerGrant
-from governance.server_grants import ServerGrants, StoredGrant
 from mcp_client.config import AuthorizationCodeAuth, MCPServerConfig
 from mcp_client.conformance import follow_the_redirect
 from mcp_client.grant_store import GrantStore
@@ -29,6 +28,7 @@ from mcp_client.oauth import http_auth
 from migrations.commands import upgrade
 from tests.support.databases import fresh_database
 from tests.support.oauth_mcp_server import Authority, serve_protected
+from tool_servers.grants import ServerGrants, StoredGrant
 
 SERVER = "protected"
 KEY = Fernet.generate_key()

@@ -2,7 +2,7 @@
 
 They are merged with the config file's servers (a config server of the same name wins) and
 applied to this replica's catalog at once; other replicas pick changes up within their refresh
-(``governance.server_sync``). What may be added at all is ``governance.server_rules``.
+(``tool_servers.sync``). What may be added at all is ``tool_servers.rules``.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.base import utcnow
 from db.models import AuditEvent, RuntimeMCPServer
-from governance.server_grants import NO_KEY, ServerGrants, uses_consent
-from governance.server_rules import RuntimeServerRules
-from governance.server_sync import RuntimeServerSync, stored_servers
 from llm_service.errors import GatewayError, InvalidRequest
 from mcp_client.config import MCPServerConfig
+from tool_servers.grants import NO_KEY, ServerGrants, uses_consent
+from tool_servers.rules import RuntimeServerRules
+from tool_servers.sync import RuntimeServerSync, stored_servers
 
 
 class ServerConflict(GatewayError):

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-log = structlog.get_logger("governance.refresher")
+log = structlog.get_logger("db.refresher")
 
 
 class Refresher:

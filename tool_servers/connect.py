@@ -14,7 +14,6 @@ from cryptography.fernet import InvalidToken
 from mcp.client.auth import OAuthFlowError
 from pydantic import BaseModel, ValidationError
 
-from governance.server_grants import NO_KEY, ServerGrants, uses_consent
 from llm_service.errors import GatewayError, InvalidRequest
 from mcp_client.backend import BackendUnavailable
 from mcp_client.config import MCPServerConfig
@@ -24,6 +23,7 @@ from mcp_client.oauth_consent import (
     begin_consent,
     complete_consent,
 )
+from tool_servers.grants import NO_KEY, ServerGrants, uses_consent
 
 # How long an admin has between "Connect" and the callback.
 CONSENT_SECONDS = 600
