@@ -22,6 +22,9 @@ GET = f"{SELECT} WHERE id = ?"
 FOR_CONVERSATION = f"{SELECT} WHERE conversation_id = ? ORDER BY created_at"
 IN_STATES = f"{SELECT} WHERE state IN ({{marks}}) ORDER BY created_at LIMIT ?"
 COUNT = "SELECT count(*) FROM tool_calls WHERE state = ?"
+# The calls a decision was asked for and given (approved, rejected, expired, or denied at the
+# approval), whatever state they moved on to, newest decision first.
+DECIDED = f"{SELECT} WHERE decided_at IS NOT NULL ORDER BY decided_at DESC LIMIT ?"
 AUDIT = (
     "INSERT INTO audit_events (created_at, actor_key_id, action, conversation_id, tool_call_id, "
     "tool_name, detail) VALUES (?, ?, ?, ?, ?, ?, ?)"

@@ -153,6 +153,13 @@ class ToolCallStore:
         rows = await self._transactions.read(sql.COUNT, state.value)
         return int(rows[0][0])
 
+    async def decided(self, limit: int = 50) -> list[ToolCallView]:
+        """The calls a person's decision was asked for and that have one (approved, rejected,
+        expired, or denied when approved), whatever state they moved on to, newest first: an
+        approved call that ran is listed with its outcome."""
+        rows = await self._transactions.read(sql.DECIDED, limit)
+        return [named(row) for row in rows]
+
     async def in_states(self, states: Iterable[CallState], limit: int = 500) -> list[ToolCallView]:
         values = [state.value for state in states]
         rows = await self._transactions.read(sql.in_states(len(values)), *values, limit)

@@ -261,6 +261,8 @@ class Reject(Transition):
 
 @dataclass(frozen=True, kw_only=True)
 class Expire(Transition):
+    """No decision in time: that is the decision (``decided_at``), with no one's name on it."""
+
     edge = Edge.EXPIRE
     event = ToolCallCompleted
     at: datetime
@@ -278,7 +280,7 @@ class Expire(Transition):
         return Outcome("The approval request expired; the call was not run.", True, self.at)
 
     def columns(self) -> dict[str, object]:
-        return self.outcome.columns()
+        return {"decided_at": self.at, **self.outcome.columns()}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -109,7 +109,11 @@ class ConversationMessage(Base):
 
 class ToolCallRecord(Base):
     __tablename__ = "tool_calls"
-    __table_args__ = (Index("ix_tool_calls_state_expires", "state", "expires_at"),)
+    __table_args__ = (
+        Index("ix_tool_calls_state_expires", "state", "expires_at"),
+        # The admins' "recently decided" list, newest first.
+        Index("ix_tool_calls_decided_at", "decided_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     conversation_id: Mapped[str] = mapped_column(

@@ -87,6 +87,32 @@ def test_multi_round_turn_pauses_for_approval_then_completes(loop_stack: LoopSta
     assert {c["state"] for c in final["tool_calls"]} == {"succeeded"}
 
 
+def test_an_approved_call_that_ran_stays_decided_with_its_outcome(loop_stack: LoopStack) -> None:
+    # "Decided" is the calls a decision was asked for, whatever state they moved on to: an
+    # approved call that ran is listed with its result, a rejected one too; a call no one was
+    # asked about (get_time runs at once) is not.
+    conversation_id, turn = start(loop_stack, "loop")
+    approved = pending_call(turn)["record_id"]
+    ran = next(c["record_id"] for c in turn["tool_calls"] if c["tool"] == "get_time")
+    assert decide(loop_stack, approved, "approve", "fine").status_code == 200
+    follow(loop_stack, conversation_id)
+    conversation_id, turn = start(loop_stack, "loop")
+    rejected = pending_call(turn)["record_id"]
+    assert decide(loop_stack, rejected, "reject", "no").status_code == 200
+    follow(loop_stack, conversation_id)
+
+    with loop_stack.client(loop_stack.admin_key) as admin:
+        listed = admin.get("/v1/admin/approvals", params={"status": "decided"}).json()["data"]
+    decided = {c["record_id"]: c for c in listed}
+
+    assert (decided[approved]["state"], decided[approved]["result"]) == ("succeeded", "transferred")
+    assert decided[approved]["decision_reason"] == "fine"
+    assert decided[rejected]["state"] == "rejected"
+    assert ran not in decided
+    order = [c["record_id"] for c in listed]
+    assert order.index(rejected) < order.index(approved)  # newest decision first
+
+
 def test_rejection_becomes_an_error_result_for_the_model(loop_stack: LoopStack) -> None:
     conversation_id, turn = start(loop_stack, "loop")
 

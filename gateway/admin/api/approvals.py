@@ -26,19 +26,21 @@ class Decision(BaseModel):
     reason: str | None = Field(None, max_length=2000)
 
 
-_STATES = {
-    "pending": [CallState.AWAITING_APPROVAL],
-    "decided": [CallState.APPROVED, CallState.REJECTED, CallState.EXPIRED],
-}
-
-
 @router.get("")
 async def list_approvals(
     principal: AdminPrincipal,
     services: ServicesDep,
     status: Literal["pending", "decided"] = Query("pending"),
 ) -> Response:
-    calls = await services.tool_calls.in_states(_STATES[status])
+    """``pending``: the calls awaiting a decision, oldest first; ``decided``: the calls that
+    got one (approved, rejected, expired, denied at approval), whatever state they moved on to
+    (an approved call that ran, with its result), newest decision first."""
+    tool_calls = services.tool_calls
+    calls = (
+        await tool_calls.in_states([CallState.AWAITING_APPROVAL])
+        if status == "pending"
+        else await tool_calls.decided(limit=500)
+    )
     return json_response({"object": "list", "data": [c.to_json() for c in calls]})
 
 

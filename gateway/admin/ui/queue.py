@@ -43,9 +43,7 @@ async def _queue_page(
 ) -> Response:
     page = await pending_page(services.sessions, _page_number(request))
     pending = await build_cards(services, page.calls)
-    decided = await services.tool_calls.in_states(
-        [CallState.APPROVED, CallState.REJECTED, CallState.EXPIRED], limit=RECENT_DECISIONS
-    )
+    decided = await services.tool_calls.decided(limit=RECENT_DECISIONS)
     notice = DONE_NOTICES.get(request.query_params.get("done", ""))
     context = {
         "cards": pending,
@@ -113,7 +111,7 @@ async def _queue_feed(
     poll = services.settings.admin_ui.queue_poll_seconds
     drain: Drain = request.app.state.drain
     yield b": live\n\n"
-    running_shown = ""
+    running_shown = decided_shown = ""
     number = _page_number(request)
     # Ending on drain lets the browser's EventSource reconnect to a replica that stays up.
     while not drain.draining and not await request.is_disconnected():
@@ -137,6 +135,11 @@ async def _queue_feed(
         if running != running_shown:
             yield _event("running", {"html": running})
             running_shown = running
+        calls_decided = await services.tool_calls.decided(limit=RECENT_DECISIONS)
+        decided = render_fragment("_decided.html", {"decided": calls_decided})
+        if decided != decided_shown:
+            yield _event("decided", {"html": decided})
+            decided_shown = decided
         await asyncio.sleep(poll)
 
 
@@ -148,6 +151,7 @@ async def queue_events(
 ) -> Response:
     """Server-sent events: ``call`` (a new held call, as its rendered card), ``gone`` (decided
     or expired anywhere, with the call's new state), ``running`` (the running calls' table,
-    when it changed), ``session-expired``. Cards already on the
+    when it changed), ``decided`` (the recently decided table, when it changed: a decision, or
+    a decided call that ran), ``session-expired``. Cards already on the
     page come as ``shown``."""
     return EventStreamResponse(_queue_feed(request, services, session))

@@ -17,6 +17,7 @@ from markupsafe import Markup, escape
 from starlette.requests import Request
 from starlette.responses import Response
 
+from chat_service.tool_call_view import CallState, ToolCallView
 from db.base import utcnow
 from gateway.admin.ui.sessions import SessionInfo
 
@@ -51,11 +52,24 @@ def when(value: datetime | str | None) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+_NOT_APPROVED = {
+    CallState.REJECTED: "rejected",
+    CallState.EXPIRED: "expired",
+    CallState.DENIED_BY_POLICY: "denied by policy",
+}
+
+
+def decision(call: ToolCallView) -> str:
+    """What was decided on a held call, whatever state it moved on to since."""
+    return _NOT_APPROVED.get(call.state, "approved")
+
+
 @cache
 def templates() -> Jinja2Templates:
     built = Jinja2Templates(directory=HERE / "templates")
     built.env.filters["pretty_json"] = pretty_json
     built.env.filters["when"] = when
+    built.env.filters["decision"] = decision
     built.env.filters["command_line"] = shlex.join
     built.env.filters["ticks"] = ticks
     # Pages decide "expired" by the server's clock too, so it holds without JavaScript.

@@ -93,6 +93,11 @@ function followQueue() {
     // Rendered and escaped by the server's templates.
     if (running) running.innerHTML = JSON.parse(event.data).html;
   });
+  source.addEventListener("decided", (event) => {
+    const decided = document.getElementById("decided");
+    // Rendered and escaped by the server's templates.
+    if (decided) decided.innerHTML = JSON.parse(event.data).html;
+  });
   source.addEventListener("session-expired", () => {
     source.close();
     setLive("session expired: sign in again", false);

@@ -32,7 +32,7 @@ def test_an_expired_call_is_shown_expired_and_cannot_be_approved(expiring: LoopS
     with signed_in_client(expiring.gateway.url, expiring.admin_key) as client:
 
         def expired() -> bool:
-            return '<tr class="state-expired">' in client.get("/admin").text
+            return 'class="state-expired"' in client.get("/admin").text
 
         eventually(expired, "the expiry timer expired the call")
         queue = client.get("/admin").text
@@ -91,3 +91,31 @@ def test_two_approvers_in_the_queue_partial_then_released(database_url: str) -> 
     assert "1 of 2 approvals" in card["html"]
     assert 'data-approvals="1"' in card["html"]
     assert "You approved" not in queue  # the other admin may approve
+
+
+def test_the_live_feed_shows_an_approved_call_decided_with_its_outcome(database_url: str) -> None:
+    # "Recently decided" follows the database like the queue: the approved call is listed with
+    # what it did once it ran, not dropped from the list when it left `approved`.
+    with loop_stack_on(database_url) as stack:
+        _, record_id = start_turn(stack, "loop")
+        with signed_in_client(stack.gateway.url, stack.admin_key) as client:
+            token = csrf_token(client.get("/admin").text)
+            client.post(f"/admin/calls/{record_id}/approve", data={"csrf_token": token})
+
+            def ran() -> bool:
+                return ("transfer_money", {"amount": 5}) in stack.catalog.calls
+
+            eventually(ran, "the approved call ran")
+            row = f'<tr class="state-succeeded" data-record-id="{record_id}">'
+
+            def listed() -> bool:
+                return row in client.get("/admin").text
+
+            eventually(listed, "the page lists the call as decided, with its outcome")
+            with client.stream("GET", "/admin/queue/events") as feed:
+                lines = feed.iter_lines()
+                next(line for line in lines if line.startswith("event: decided"))
+                html = orjson.loads(next(lines).removeprefix("data: "))["html"]
+    assert row in html
+    assert "approved" in html
+    assert "transferred" in html
