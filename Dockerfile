@@ -18,6 +18,8 @@ WORKDIR /src
 # Dependencies first, from the lock only, so code changes reuse this layer.
 COPY pyproject.toml uv.lock ./
 RUN uv sync --frozen --no-dev --no-install-project
+COPY server ./server
+COPY admin ./admin
 COPY gateway ./gateway
 COPY notifications ./notifications
 COPY accounts ./accounts

@@ -38,7 +38,6 @@ import uvicorn
 from accounts.keys import KeyStore
 from bench.stats import percentile
 from db.engine import create_engine, session_factory
-from gateway.app import create_app
 from gateway.settings import Settings
 from llm_service.types import ToolSpec
 from mcp_client.types import (
@@ -49,6 +48,7 @@ from mcp_client.types import (
     definition_hash,
 )
 from migrations.commands import upgrade
+from server.app import create_app
 
 SERVERS, TOOLS_PER_SERVER = 20, 50
 GOAL_MS = 1.0

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bench import conversation, load, mcp, procstat, targets, waiting
 from bench.report import Results, Row, TargetExtras, document, git_revision
-from gateway.workers import available_cpus
+from server.workers import available_cpus
 
 # gateway-workers: `serve --workers N`, N the CPUs this machine lets it use.
 TARGETS = ("upstream", "gateway", "gateway-workers", "litellm")

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import asyncpg
 
+from admin.api.usage import UsageQuery, usage_report
 from bench.databases import plain, throwaway_postgres
 from db.base import utcnow
 from db.engine import create_engine, session_factory
-from gateway.admin.api.usage import UsageQuery, usage_report
 from migrations.commands import upgrade
 
 BEFORE_ROLLUPS = "0011"

@@ -19,6 +19,7 @@ from accounts.limits.sign_in import SignInThrottle
 from accounts.pricing import PriceBook, litellm_price_table
 from accounts.principals import Principal
 from accounts.retention import RetentionJob
+from accounts.sso.client import OidcClient
 from accounts.teams import TeamStore
 from accounts.usage import UsageEntry, UsageRecorder
 from chat_service.approvals import Approvals, DecisionObserver
@@ -33,7 +34,6 @@ from chat_service.tool_inputs import ToolInputs
 from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
 from db.transactions import Transactions
-from gateway.admin.sso.client import OidcClient
 from gateway.metrics import GatewayMetrics
 from gateway.settings import Settings, token_seal
 from gateway.tool_call_events import tool_call_moved

@@ -25,9 +25,9 @@ from sqlalchemy.exc import ArgumentError
 
 from accounts.limits.config import KeyLimitsConfig
 from accounts.retention import RetentionJobSettings
+from accounts.sso.config import OidcSettings
 from chat_service.config import ToolLoopSettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
-from gateway.admin.sso.config import OidcSettings
 from gateway.mcp_server.config import McpServerSettings
 from gateway.settings_env import (
     ENV_PREFIX,

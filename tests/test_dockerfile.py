@@ -15,7 +15,7 @@ from typing import Any
 
 from dockerfile_parse import DockerfileParser
 
-from gateway.cli import _parser
+from server.cli import _parser
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD_TOOLS = re.compile(r"\b(gcc|g\+\+|make|build-essential|apt-get|apk|uv|pip)\b")

@@ -17,11 +17,28 @@ ROOT = Path(__file__).resolve().parents[1]
 OUTSIDE_THE_RULE = frozenset({"tests", "bench"})
 
 # Each package of ours, and the packages of ours its modules may import (their own aside).
+# server -> admin -> gateway (the two HTTP edges; gateway imports neither above it);
 # gateway -> notifications -> accounts -> governance; gateway -> chat_service -> governance ->
 # mcp_client; gateway -> tool_servers -> mcp_client (governance does not know tool_servers);
 # chat_service -> llm_service; adapters -> llm_service (llm_service never imports adapters);
 # db below all; mcp_client imports none of the others; migrations only db (and the CLI runs them).
+_BELOW_THE_EDGES = frozenset(
+    {
+        "notifications",
+        "accounts",
+        "chat_service",
+        "governance",
+        "tool_servers",
+        "llm_service",
+        "mcp_client",
+        "db",
+    }
+)
 MAY_IMPORT: dict[str, frozenset[str]] = {
+    # The process: the CLI, the app assembled from both edges, uvicorn and its workers.
+    "server": frozenset({"admin", "gateway", "migrations"}) | _BELOW_THE_EDGES,
+    # The admin console (API and web UI) uses the product edge's keys, services and responses.
+    "admin": frozenset({"gateway"}) | _BELOW_THE_EDGES,
     "gateway": frozenset(
         {
             "notifications",
@@ -157,3 +174,10 @@ def test_a_backward_import_is_reported(tmp_path: Path) -> None:
 
     assert list(violations("llm_service.router", module)) != []
     assert list(violations("gateway.router", module)) == []
+
+
+def test_the_map_in_the_docs_names_every_package() -> None:
+    # docs/architecture.md draws these packages and states this table; a package added or
+    # renamed here must appear there too.
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert [p for p in MAY_IMPORT if f"{p}/" not in text] == []

@@ -15,10 +15,10 @@ import httpx
 from sqlalchemy import delete, insert, select
 
 from accounts.usage_rollup import rollup_statements, rollups
+from admin.api.usage import UsageQuery, usage_report
 from db.engine import create_engine, session_factory
 from db.transactions import Operation, Statement, Transactions
 from db.usage_models import UsageDaily, UsageHourly, UsageRecord
-from gateway.admin.api.usage import UsageQuery, usage_report
 from migrations.commands import upgrade
 from tests.support.gateway import RunningGateway, running_gateway
 

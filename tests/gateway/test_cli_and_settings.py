@@ -9,8 +9,8 @@ import pytest
 
 from accounts.keys import KeyStore
 from db.engine import create_engine, session_factory
-from gateway.cli import main
 from gateway.settings import ConfigError, load_settings
+from server.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.cli import main
+from server.cli import main
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:

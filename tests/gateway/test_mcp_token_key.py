@@ -9,7 +9,7 @@ import httpx
 import pytest
 from cryptography.fernet import Fernet
 
-from gateway.cli import main
+from server.cli import main
 from tests.support.databases import sqlite_database
 from tests.support.gateway import running_gateway
 

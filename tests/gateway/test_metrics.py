@@ -7,8 +7,8 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.app import create_app
 from gateway.metrics import GatewayMetrics
+from server.app import create_app
 from tests.support.fake_openai import FakeOpenAI, FakeReply
 from tests.support.gateway import running_gateway, settings_for
 from tests.support.tool_loop import LoopStack

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.alone
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-COMMAND = f"{sys.executable} -m gateway.cli mcp-conformance-client"
+COMMAND = f"{sys.executable} -m server.cli mcp-conformance-client"
 EXPECTED_FAILURES = re.findall(
     r"^\s+- (\S+)", (HERE / "conformance-expected-failures.yml").read_text(), re.MULTILINE
 )

@@ -10,10 +10,10 @@ from typing import Any
 
 from accounts.keys import KeyStore
 from db.engine import create_engine, session_factory
-from gateway.app import create_app
 from gateway.settings import Settings
 from mcp_client.types import ToolCatalog
 from migrations.commands import upgrade
+from server.app import create_app
 from tests.support.servers import serve
 
 

@@ -42,7 +42,7 @@ def gateway_process(
     config: Path, environ: dict[str, str] | None = None, workers: int = 1
 ) -> Iterator[GatewayProcess]:
     """``workers`` is explicit: the CLI's default (the machine's CPUs) varies by machine."""
-    command = [sys.executable, "-m", "gateway.cli", "serve", "--config", str(config)]
+    command = [sys.executable, "-m", "server.cli", "serve", "--config", str(config)]
     process = subprocess.Popen(
         [*command, "--host", "127.0.0.1", "--port", "0", "--workers", str(workers)],
         cwd=REPO,
