@@ -77,6 +77,39 @@ class Governed:
 GovernedFactory = Callable[..., AbstractAsyncContextManager[Governed]]
 
 
+@asynccontextmanager
+async def governing(
+    database_url: str, catalog: MCPToolCatalog, pinning: PinningSettings | None = None
+) -> AsyncIterator[tuple[ToolGovernance, ToolServers, async_sessionmaker[AsyncSession]]]:
+    """The tool servers over ``catalog`` and the governance over them, started on a migrated
+    database (pinning off unless given; policies not refreshed on a timer, so a test sees what a
+    change applies at once)."""
+    await asyncio.to_thread(upgrade, database_url)
+    engine = create_engine(database_url)
+    sessions = session_factory(engine)
+    settings = catalog.settings
+    servers = build_tool_servers(
+        sessions, catalog_settings=settings, config_servers=[], environ={}, tools=catalog
+    )
+    tools = build_tool_governance(
+        sessions,
+        servers.catalog,
+        trusted=servers.trusted,
+        catalog_settings=settings,
+        config_servers=[],
+        pinning=pinning or PinningSettings(enabled=False, refresh_seconds=3600),
+        policies=ToolPolicySettings(refresh_seconds=3600),
+    )
+    await servers.start()
+    await tools.start()
+    try:
+        yield tools, servers, sessions
+    finally:
+        await tools.aclose()
+        await servers.aclose()
+        await engine.dispose()
+
+
 @pytest.fixture
 def governed(sqlite_url: str) -> GovernedFactory:
     """Builds and starts a governance over the ``desk`` tools; keywords: `tool_pinning`
@@ -84,33 +117,11 @@ def governed(sqlite_url: str) -> GovernedFactory:
 
     @asynccontextmanager
     async def build(**pinning: Any) -> AsyncIterator[Governed]:
-        await asyncio.to_thread(upgrade, sqlite_url)
-        engine = create_engine(sqlite_url)
-        sessions = session_factory(engine)
-        settings = CatalogSettings(bundles=BUNDLES)
         desk = Desk()
-        catalog = MCPToolCatalog(settings)
+        catalog = MCPToolCatalog(CatalogSettings(bundles=BUNDLES))
         catalog.register_local_tools("desk", desk.tools(), roles=[], policy=DESK_POLICY)
-        servers = build_tool_servers(
-            sessions, catalog_settings=settings, config_servers=[], environ={}, tools=catalog
-        )
-        tools = build_tool_governance(
-            sessions,
-            servers.catalog,
-            trusted=servers.trusted,
-            catalog_settings=settings,
-            config_servers=[],
-            pinning=PinningSettings(**{"enabled": False, "refresh_seconds": 3600, **pinning}),
-            # The timer stays out of the way: the tests see what a change applies at once.
-            policies=ToolPolicySettings(refresh_seconds=3600),
-        )
-        await servers.start()
-        await tools.start()
-        try:
+        settings = PinningSettings(**{"enabled": False, "refresh_seconds": 3600, **pinning})
+        async with governing(sqlite_url, catalog, settings) as (tools, servers, sessions):
             yield Governed(tools, servers, desk, sessions)
-        finally:
-            await tools.aclose()
-            await servers.aclose()
-            await engine.dispose()
 
     return build

@@ -3,20 +3,15 @@ replaced at once when a policy, pin, server or tool list changes."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
-from db.engine import create_engine, session_factory
-from governance import PinningSettings, ToolPolicySettings, build_tool_governance
 from governance.offered import OfferedTools
 from llm_service.types import ToolCall, ToolSpec
 from mcp_client import CatalogSettings, MCPToolCatalog, StandardizedTool
 from mcp_client.supervisor import ServerPolicy
 from mcp_client.types import CatalogPart, definition_hash
-from migrations.commands import upgrade
-from tests.governance.conftest import DESK_POLICY, Desk, GovernedFactory
+from tests.governance.conftest import DESK_POLICY, Desk, GovernedFactory, governing
 from tests.support.mcp_servers import demo_server, in_process
-from tool_servers import build_tool_servers
 
 
 def tool(server: str, name: str, description: str = "") -> StandardizedTool:
@@ -97,31 +92,13 @@ def test_what_is_derived_from_an_offer_is_built_once_per_offer() -> None:
 async def test_a_servers_changed_tool_list_is_offered_at_once_and_leaves_the_others(
     sqlite_url: str,
 ) -> None:
-    await asyncio.to_thread(upgrade, sqlite_url)
-    engine = create_engine(sqlite_url)
     docs = demo_server("docs")
-    settings = CatalogSettings()
-    catalog = MCPToolCatalog(settings)
+    catalog = MCPToolCatalog(CatalogSettings())
     catalog.add_server(
         "docs", "in-process", ServerPolicy(roles=frozenset({"user"})), in_process(docs.server)
     )
     catalog.register_local_tools("desk", Desk().tools(), roles=[], policy=DESK_POLICY)
-    sessions = session_factory(engine)
-    servers = build_tool_servers(
-        sessions, catalog_settings=settings, config_servers=[], environ={}, tools=catalog
-    )
-    tools = build_tool_governance(
-        sessions,
-        servers.catalog,
-        trusted=servers.trusted,
-        catalog_settings=settings,
-        config_servers=[],
-        pinning=PinningSettings(enabled=False),
-        policies=ToolPolicySettings(refresh_seconds=3600),
-    )
-    await servers.start()
-    await tools.start()
-    try:
+    async with governing(sqlite_url, catalog) as (tools, _, _):
         before = tools.offer(["user"])
         assert "late" not in {t.name for t in before.tools}
         desk_generation = catalog.parts()["desk"].generation
@@ -135,16 +112,13 @@ async def test_a_servers_changed_tool_list_is_offered_at_once_and_leaves_the_oth
         assert "late" in {t.name for t in after.tools}
         late = catalog.get("late")
         assert late is not None
-        assert ToolSpec(late.name, late.description, late.parameters) in tools.offer(["user"]).specs
+        late_spec = ToolSpec(late.name, late.description, late.parameters)
+        assert late_spec in tools.offer(["user"]).specs
         assert catalog.parts()["desk"].generation == desk_generation
         desk_before = [t for t in before.tools if t.server == "desk"]
         assert [t for t in after.tools if t.server == "desk"] == desk_before
         # What a turn offers and what /v1/tools lists are the same kept offer.
         assert [s.name for s in tools.offer(["user"]).specs] == [t.name for t in after.tools]
-    finally:
-        await tools.aclose()
-        await servers.aclose()
-        await engine.dispose()
 
 
 async def test_a_pin_decision_is_offered_at_once(governed: GovernedFactory) -> None:

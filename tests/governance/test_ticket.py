@@ -4,19 +4,14 @@ changed; with the same definition the ticket runs with the arguments that were c
 
 from __future__ import annotations
 
-import asyncio
-
 from mcp.server.mcpserver import Context, MCPServer
 
-from db.engine import create_engine, session_factory
-from governance import PinningSettings, ToolPolicySettings, build_tool_governance
 from llm_service.types import ToolCall
 from mcp_client import CatalogSettings, MCPToolCatalog
 from mcp_client.supervisor import ServerPolicy
 from mcp_client.types import DEFINITION_CHANGED
-from migrations.commands import upgrade
+from tests.governance.conftest import governing
 from tests.support.mcp_servers import in_process
-from tool_servers import build_tool_servers
 
 
 def bank() -> tuple[MCPServer, list[dict[str, object]]]:
@@ -46,30 +41,11 @@ def bank() -> tuple[MCPServer, list[dict[str, object]]]:
 async def test_a_definition_changed_after_the_decision_is_refused_not_run(
     sqlite_url: str,
 ) -> None:
-    await asyncio.to_thread(upgrade, sqlite_url)
-    engine = create_engine(sqlite_url)
-    sessions = session_factory(engine)
     server, transfers = bank()
-    settings = CatalogSettings()
-    catalog = MCPToolCatalog(settings)
-    catalog.add_server(
-        "bank", "in-process", ServerPolicy(roles=frozenset({"user"})), in_process(server)
-    )
-    servers = build_tool_servers(
-        sessions, catalog_settings=settings, config_servers=[], environ={}, tools=catalog
-    )
-    tools = build_tool_governance(
-        sessions,
-        servers.catalog,
-        trusted=servers.trusted,
-        catalog_settings=settings,
-        config_servers=[],
-        pinning=PinningSettings(enabled=False),
-        policies=ToolPolicySettings(refresh_seconds=3600),
-    )
-    await servers.start()
-    await tools.start()
-    try:
+    catalog = MCPToolCatalog(CatalogSettings())
+    policy = ServerPolicy(roles=frozenset({"user"}))
+    catalog.add_server("bank", "in-process", policy, in_process(server))
+    async with governing(sqlite_url, catalog) as (tools, _, _):
         decided = tools.may_run(ToolCall("c1", "transfer", {"amount": 5}), ["user"]).ticket
         assert decided is not None
         assert (await tools.run(decided)).content == "moved 5"
@@ -86,10 +62,6 @@ async def test_a_definition_changed_after_the_decision_is_refused_not_run(
         assert await catalog.wait_for(redefined, timeout=10)
         refused = await tools.run(again)
 
-        assert refused.is_error
-        assert refused.refused == DEFINITION_CHANGED
-        assert transfers == [{"amount": 5}]  # the redefined tool never ran
-    finally:
-        await tools.aclose()
-        await servers.aclose()
-        await engine.dispose()
+    assert refused.is_error
+    assert refused.refused == DEFINITION_CHANGED
+    assert transfers == [{"amount": 5}]  # the redefined tool never ran
