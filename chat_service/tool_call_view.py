@@ -76,14 +76,6 @@ EDGES: Mapping[Edge, EdgeSpec] = {
 }
 
 
-def edge_between(source: CallState, target: CallState) -> Edge | None:
-    """The edge that moves a call from ``source`` to ``target``; None: no move may."""
-    for edge, spec in EDGES.items():
-        if source in spec.sources and target in spec.targets:
-            return edge
-    return None
-
-
 SETTLED = frozenset(
     {
         CallState.DENIED_BY_POLICY,

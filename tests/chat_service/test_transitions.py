@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service.store import ConversationStore
-from chat_service.tool_call_view import EDGES, CallState, Edge, ToolCallView, draft, edge_between
+from chat_service.tool_call_view import EDGES, CallState, Edge, ToolCallView, draft
 from chat_service.tool_calls import Proposal, ToolCallStore
 from chat_service.transitions import (
     Approve,
@@ -33,6 +33,14 @@ from tests.support.store import with_store
 
 AT = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 IDENTITY = Identity("desk", "definition")
+
+
+def edge_between(source: CallState, target: CallState) -> Edge | None:
+    """The edge of the table that moves a call from ``source`` to ``target``, if any."""
+    for edge, spec in EDGES.items():
+        if source in spec.sources and target in spec.targets:
+            return edge
+    return None
 
 
 def _ended(target: CallState) -> Outcome:
