@@ -14,6 +14,7 @@ import structlog
 
 from chat_service.config import ToolLoopSettings
 from chat_service.errors import (
+    ApprovalForbidden,
     ApprovalRefused,
     DecisionConflict,
     SelfApprovalForbidden,
@@ -107,10 +108,8 @@ class Approvals:
                 return None
             if self._on_decision is not None:
                 self._on_decision(denied)
-            raise ApprovalRefused(
-                f"The call may no longer run ({verdict.reason}); it was not approved.",
-                forbidden=verdict.denial in _REQUESTER_DENIALS,
-            )
+            refused = ApprovalForbidden if verdict.denial in _REQUESTER_DENIALS else ApprovalRefused
+            raise refused(f"The call may no longer run ({verdict.reason}); it was not approved.")
         required = max(call.approvals_required, verdict.approvals_required)
         if required > 1:
             return await self._count_approval(call, approver_key_id, reason, required)

@@ -1,85 +1,82 @@
-"""Errors of conversations and approvals, reported by the HTTP edge by type."""
+"""Errors of conversations, tool calls and approvals, one tree (reported by the HTTP edge by
+type: the statuses and wire codes are ``gateway/errors.py``'s table).
+
+    GatewayError (llm_service.errors)
+    ├── ConversationNotFound
+    ├── ConversationBusy        a turn is already in progress in the conversation
+    ├── ToolCallNotFound
+    ├── DecisionConflict        the call is no longer awaiting a decision, or its tool changed
+    │   └── ApprovalRefused     the policy decision refused the call at approval
+    │       └── ApprovalForbidden   ... because the requester may no longer run it
+    ├── SelfApprovalForbidden
+    ├── InputNotPending         the call is not waiting for input
+    ├── InvalidInput            the answer breaks the requested schema
+    └── TurnFailed              a turn's failure, as it was reported when it happened
+
+``ErrorReport`` is how an error was reported (status, type, code): a turn keeps it with its
+``error`` event, so a caller that waited on the turn answers as the failure was reported.
+"""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from llm_service.errors import GatewayError
 
 
+class ErrorReport(NamedTuple):
+    """An error as reported to a caller: HTTP status, OpenAI error type and code."""
+
+    status: int
+    error_type: str
+    code: str | None = None
+
+
 class ConversationNotFound(GatewayError):
-    status_code = 404
-    error_type = "not_found_error"
-    code = "conversation_not_found"
+    pass
 
 
 class ConversationBusy(GatewayError):
-    status_code = 409
-    error_type = "conflict"
-    code = "turn_in_progress"
+    pass
 
 
 class ToolCallNotFound(GatewayError):
-    status_code = 404
-    error_type = "not_found_error"
-    code = "tool_call_not_found"
+    pass
 
 
 class DecisionConflict(GatewayError):
     """The call is no longer awaiting a decision, or its tool changed since it was proposed."""
 
-    status_code = 409
-    error_type = "conflict"
-    code = "decision_conflict"
-
 
 class ApprovalRefused(DecisionConflict):
-    """The one policy decision refused the call at approval: it ended ``denied_by_policy``.
-    403 when the requester may no longer run it (key revoked, roles narrowed), 409 otherwise
+    """The one policy decision refused the call at approval: it ended ``denied_by_policy``
     (the tool changed, was disabled, held, or its server is down)."""
 
-    code = "approval_refused"
 
-    def __init__(self, message: str, *, forbidden: bool) -> None:
-        super().__init__(message)
-        if forbidden:
-            self.status_code = 403
-            self.error_type = "permission_error"
+class ApprovalForbidden(ApprovalRefused):
+    """Refused at approval because the requester may no longer run the call (key revoked or
+    expired, roles narrowed)."""
 
 
 class SelfApprovalForbidden(GatewayError):
-    status_code = 403
-    error_type = "permission_error"
-    code = "self_approval_forbidden"
+    pass
 
 
 class TurnFailed(GatewayError):
     """A turn's failure, reported to a caller that waited on the turn (OpenAI-compatible server
-    tools) as the error that ended it: the same status, type, code and ``Retry-After``."""
+    tools) as the error that ended it was: the same ``report`` and ``Retry-After``."""
 
     def __init__(
-        self,
-        message: str,
-        *,
-        status_code: int,
-        error_type: str,
-        code: str | None,
-        retry_after: float | None = None,
+        self, message: str, *, report: ErrorReport, retry_after: float | None = None
     ) -> None:
         super().__init__(message)
-        self.status_code = status_code
-        self.error_type = error_type
-        self.code = code
+        self.report = report
         self.retry_after = retry_after
 
 
 class InputNotPending(GatewayError):
     """The call is not waiting for input: never asked, already answered, expired or ended."""
 
-    status_code = 409
-    error_type = "conflict"
-    code = "input_not_pending"
-
 
 class InvalidInput(GatewayError):
-    status_code = 400
-    error_type = "invalid_request_error"
-    code = "invalid_input"
+    pass

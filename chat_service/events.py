@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, cast
 
 from pydantic import Field, TypeAdapter
 
-from chat_service.errors import TurnFailed
+from chat_service.errors import ErrorReport, TurnFailed
 from chat_service.messages import FlatStoredMessage, StoredMessage, Timestamp
 from chat_service.tool_call_view import ToolCallView
 from llm_service.errors import GatewayError
@@ -141,23 +141,19 @@ class TurnError(_Event):
     type: Literal["error"] = "error"
 
     @classmethod
-    def of(cls, error: GatewayError) -> TurnError:
+    def of(cls, error: GatewayError, report: ErrorReport) -> TurnError:
+        """The event of ``error`` as the edge reports it (``report``)."""
         return cls(
-            code=error.code or error.error_type,
+            code=report.code or report.error_type,
             message=error.message,
-            error_type=error.error_type,
-            http_status=error.status_code,
+            error_type=report.error_type,
+            http_status=report.status,
             retry_after=error.retry_after,
         )
 
     def exception(self) -> TurnFailed:
-        return TurnFailed(
-            self.message,
-            status_code=self.http_status,
-            error_type=self.error_type,
-            code=self.code,
-            retry_after=self.retry_after,
-        )
+        report = ErrorReport(self.http_status, self.error_type, self.code)
+        return TurnFailed(self.message, report=report, retry_after=self.retry_after)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from time import perf_counter
 
 from chat_service.config import ToolLoopSettings
-from chat_service.errors import ConversationBusy
+from chat_service.errors import ConversationBusy, ErrorReport
 from chat_service.events import (
     MessageDelta,
     Stored,
@@ -51,6 +51,8 @@ class _RoundOutcome:
     again: bool = False
 
 
+# How the HTTP edge reports an error (its status, type and code): a failed turn keeps it.
+ErrorReporter = Callable[[GatewayError], ErrorReport]
 # Told of every model call a turn makes (for usage accounting): the response and its latency.
 ModelCallObserver = Callable[[ConversationInfo, ChatResponse, float], Awaitable[None]]
 
@@ -65,8 +67,10 @@ class TurnRunner:
         router: Router,
         tools: ToolGovernance,
         settings: ToolLoopSettings,
+        report: ErrorReporter,
         observe: ModelCallObserver | None = None,
     ) -> None:
+        self._report = report
         self._observe = observe
         self._store = store
         self._calls = calls
@@ -123,7 +127,8 @@ class TurnRunner:
                 async for event in self._rounds(conversation):
                     yield event
         except GatewayError as exc:
-            async for event in self._fail(conversation.id, TurnError.of(exc)):
+            failure = TurnError.of(exc, self._report(exc))
+            async for event in self._fail(conversation.id, failure):
                 yield event
         except TimeoutError:
             message = f"The turn took longer than {limit:g}s."

@@ -172,8 +172,7 @@ async def event_stream(
             opening = b""
             event = await anext(rest, None)
     except GatewayError as exc:
-        context.fail(exc)
-        context.error_type = encoder.error_type(exc)  # what the caller's error event says
+        context.fail(exc, encoder.error_type(exc))  # what the caller's error event says
         yield encoder.error(exc)
         return
     finally:
@@ -181,8 +180,7 @@ async def event_stream(
     # The upstream ended without its final event: say so rather than close silently, and count
     # it as the upstream failure it is.
     cut = UpstreamProtocolError("The upstream stream ended unexpectedly.")
-    context.fail(cut)
-    context.error_type = encoder.error_type(cut)
+    context.fail(cut, encoder.error_type(cut))
     yield encoder.cut()
 
 

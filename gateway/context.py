@@ -24,8 +24,9 @@ class RequestContext:
     error_type: str | None = None
     upstream_error: str | None = None  # the typed upstream failure, for metrics
 
-    def fail(self, exc: GatewayError) -> None:
-        self.error_type = exc.error_type
+    def fail(self, exc: GatewayError, error_type: str) -> None:
+        """``exc`` ended the request, reported to the caller as ``error_type``."""
+        self.error_type = error_type
         if isinstance(exc, UpstreamError):
             self.upstream_error = type(exc).__name__
 

@@ -1,4 +1,12 @@
-"""Errors at the HTTP boundary: every failure becomes a JSON error body, by type.
+"""Errors at the HTTP boundary: the edge's own error tree, and every failure made a JSON error
+body, by type: ``REPORTS`` is the one table of statuses, types and codes for every layer's errors.
+
+    GatewayError (llm_service.errors)
+    ├── AuthenticationFailed   no key, or one the gateway does not know
+    ├── PermissionDenied       the key may not use this model or route
+    ├── ResponseNotFound       no stored response of that id for this key
+    ├── McpUnavailable         the /mcp endpoint is not serving (no tool catalog)
+    └── TooManyMessages        a Responses chain over ``max_messages``
 
 The body has the OpenAI shape unless the matched route belongs to an API with its own shape
 (``ErrorShapedRoute``, e.g. the Anthropic Messages API), so each SDK raises its typed errors.
@@ -20,24 +28,132 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
+from accounts.errors import BudgetExceeded, KeyNotFound, RateLimited
+from chat_service.errors import (
+    ApprovalForbidden,
+    ApprovalRefused,
+    ConversationBusy,
+    ConversationNotFound,
+    DecisionConflict,
+    ErrorReport,
+    InputNotPending,
+    InvalidInput,
+    SelfApprovalForbidden,
+    ToolCallNotFound,
+    TurnFailed,
+)
 from gateway.context import request_context
 from gateway.responses import json_response
-from llm_service.errors import GatewayError, ModelUnavailable
+from governance.errors import ReviewConflict, ToolNotFound
+from llm_service.errors import (
+    ContextWindowExceeded,
+    GatewayError,
+    InternalError,
+    InvalidRequest,
+    ModelNotFound,
+    ModelUnavailable,
+    UpstreamAuthError,
+    UpstreamBadRequest,
+    UpstreamConnectionError,
+    UpstreamError,
+    UpstreamOverloaded,
+    UpstreamProtocolError,
+    UpstreamQuotaExceeded,
+    UpstreamRateLimited,
+    UpstreamServerError,
+    UpstreamTimeout,
+)
+from tool_servers.errors import ConnectFailed, ConsentExpired, ServerConflict, ServerNotFound
 
 log = structlog.get_logger("gateway.errors")
 ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
 
 
 class AuthenticationFailed(GatewayError):
-    status_code = 401
-    error_type = "invalid_request_error"
-    code = "invalid_api_key"
+    """No API key, or one the gateway does not know (or revoked, or expired)."""
 
 
 class PermissionDenied(GatewayError):
-    status_code = 403
-    error_type = "permission_error"
-    code = "permission_denied"
+    """The key may not use this model or route."""
+
+
+class ResponseNotFound(GatewayError):
+    pass
+
+
+class McpUnavailable(GatewayError):
+    pass
+
+
+class TooManyMessages(GatewayError):
+    """``max_messages`` holds for the whole conversation a request sends, stored history too
+    (the JSON guard counts only a body's ``messages``)."""
+
+
+# The one table from every layer's errors to how this edge reports them; an error is reported
+# as its nearest class here (the layers below know nothing of HTTP).
+R = ErrorReport
+_INVALID = "invalid_request_error"
+
+REPORTS: dict[type[GatewayError], ErrorReport] = {
+    GatewayError: R(500, "api_error"),
+    # llm_service
+    InvalidRequest: R(400, _INVALID),
+    ModelNotFound: R(404, _INVALID, "model_not_found"),
+    InternalError: R(500, "api_error", "internal_error"),
+    ModelUnavailable: R(503, "service_unavailable", "model_unavailable"),
+    UpstreamError: R(502, "upstream_error"),
+    UpstreamAuthError: R(502, "upstream_error", "upstream_auth_failed"),
+    UpstreamBadRequest: R(400, _INVALID, "upstream_rejected_request"),
+    ContextWindowExceeded: R(400, _INVALID, "context_length_exceeded"),
+    UpstreamRateLimited: R(429, "rate_limit_error", "upstream_rate_limited"),
+    UpstreamQuotaExceeded: R(429, "insufficient_quota", "upstream_quota_exceeded"),
+    UpstreamOverloaded: R(503, "service_unavailable", "upstream_overloaded"),
+    UpstreamServerError: R(502, "upstream_error", "upstream_server_error"),
+    UpstreamConnectionError: R(502, "upstream_error", "upstream_unreachable"),
+    UpstreamTimeout: R(504, "timeout", "upstream_timeout"),
+    UpstreamProtocolError: R(502, "upstream_error", "upstream_malformed_response"),
+    # accounts
+    RateLimited: R(429, "rate_limit_error", "rate_limit_exceeded"),
+    BudgetExceeded: R(429, "insufficient_quota", "budget_exceeded"),
+    KeyNotFound: R(404, _INVALID, "key_not_found"),
+    # chat_service
+    ConversationNotFound: R(404, "not_found_error", "conversation_not_found"),
+    ConversationBusy: R(409, "conflict", "turn_in_progress"),
+    ToolCallNotFound: R(404, "not_found_error", "tool_call_not_found"),
+    DecisionConflict: R(409, "conflict", "decision_conflict"),
+    ApprovalRefused: R(409, "conflict", "approval_refused"),
+    ApprovalForbidden: R(403, "permission_error", "approval_refused"),
+    SelfApprovalForbidden: R(403, "permission_error", "self_approval_forbidden"),
+    InputNotPending: R(409, "conflict", "input_not_pending"),
+    InvalidInput: R(400, _INVALID, "invalid_input"),
+    # governance
+    ToolNotFound: R(404, _INVALID, "tool_not_found"),
+    ReviewConflict: R(409, _INVALID, "review_conflict"),
+    # gateway (the edge itself)
+    AuthenticationFailed: R(401, _INVALID, "invalid_api_key"),
+    PermissionDenied: R(403, "permission_error", "permission_denied"),
+    ResponseNotFound: R(404, _INVALID, "response_not_found"),
+    McpUnavailable: R(503, "service_unavailable", "mcp_unavailable"),
+    TooManyMessages: R(413, _INVALID, "too_many_messages"),
+    # tool_servers
+    ServerConflict: R(409, _INVALID, "server_conflict"),
+    ServerNotFound: R(404, _INVALID, "server_not_found"),
+    ConnectFailed: R(502, "upstream_error", "connect_failed"),
+    ConsentExpired: R(400, _INVALID, "consent_expired"),
+}
+
+
+def report_of(error: GatewayError) -> ErrorReport:
+    """How ``error`` is reported: a turn's failure as it was when it happened, any other error
+    as the nearest class of it in the table."""
+    if isinstance(error, TurnFailed):
+        return error.report
+    for kind in type(error).__mro__:
+        report = REPORTS.get(kind)
+        if report is not None:
+            return report
+    raise AssertionError("unreachable: GatewayError is in the table")
 
 
 def error_body(
@@ -47,7 +163,8 @@ def error_body(
 
 
 def gateway_error_body(exc: GatewayError) -> dict[str, Any]:
-    return error_body(exc.message, exc.error_type, exc.code, exc.param)
+    report = report_of(exc)
+    return error_body(exc.message, report.error_type, report.code, exc.param)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +230,8 @@ def _shaped_response(
 async def _gateway_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayError)
     context = request_context(request)
-    context.fail(exc)
+    report = report_of(exc)
+    context.fail(exc, report.error_type)
     if isinstance(exc, ModelUnavailable):
         # The caller hears only "unavailable"; why (an unset key variable, a dead server) is ours.
         log.warning(
@@ -125,7 +243,7 @@ async def _gateway_error(request: Request, exc: Exception) -> Response:
         headers["retry-after"] = str(max(1, round(retry_after)))
     if isinstance(exc, AuthenticationFailed):
         headers["www-authenticate"] = "Bearer"
-    error = ErrorInfo(exc.status_code, exc.message, exc.error_type, exc.code, exc.param)
+    error = ErrorInfo(report.status, exc.message, report.error_type, report.code, exc.param)
     return _shaped_response(request, error, headers)
 
 

@@ -34,6 +34,7 @@ from chat_service.tool_inputs import ToolInputs
 from chat_service.turn import ModelCallObserver, TurnRunner
 from db.engine import create_engine, session_factory
 from db.transactions import Transactions
+from gateway.errors import report_of
 from gateway.metrics import GatewayMetrics
 from gateway.settings import Settings, token_seal
 from gateway.tool_call_events import tool_call_moved
@@ -168,6 +169,7 @@ class Services:
             router=router,
             tools=governance,
             settings=loop_settings,
+            report=report_of,
             observe=_usage_observer(usage, registry, limits, keys),
         )
         background = BackgroundTurns(turns)

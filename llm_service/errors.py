@@ -1,18 +1,36 @@
-"""Typed errors. Adapters raise these; the HTTP edge maps them to status codes by type."""
+"""The model layer's errors, one tree. Adapters raise them; the router retries by them; the HTTP
+edge reports them by type (``gateway/errors.py`` holds the one table of statuses and wire codes,
+so nothing here knows HTTP).
+
+    GatewayError                    the base of every error reported to a caller
+    ├── InvalidRequest              the request cannot be served as asked (``param`` names why)
+    ├── ModelNotFound               no model of that name
+    ├── InternalError               the gateway's own code failed (a bug)
+    ├── ModelUnavailable            the model cannot be reached now (``reason``: the operator's)
+    └── UpstreamError               the provider failed or refused (``retryable``: try again?)
+        ├── UpstreamAuthError       the gateway's own provider credentials were refused
+        ├── UpstreamBadRequest      the provider refused the request as invalid
+        │   └── ContextWindowExceeded
+        ├── UpstreamRateLimited     retryable
+        ├── UpstreamQuotaExceeded   spend limit or quota: not retryable
+        ├── UpstreamOverloaded      retryable
+        ├── UpstreamServerError     retryable
+        ├── UpstreamConnectionError retryable
+        ├── UpstreamTimeout         retryable
+        └── UpstreamProtocolError   not the provider's documented wire format
+
+The other layers' trees (chat_service, accounts, governance, tool_servers, gateway) grow from
+``GatewayError`` in their own ``errors`` module.
+"""
 
 from __future__ import annotations
 
 
 class GatewayError(Exception):
-    """Base of every error the gateway reports to a caller.
+    """Base of every error the gateway reports to a caller: a message for the caller, the
+    request field it concerns (``param``), and, when known, how long to wait before trying again
+    (``retry_after``, seconds)."""
 
-    ``error_type`` and ``code`` follow the OpenAI error body so SDKs raise their usual exceptions.
-    """
-
-    status_code: int = 500
-    error_type: str = "api_error"
-    code: str | None = None
-    # Seconds the caller should wait before trying again (sent as ``Retry-After``), when known.
     retry_after: float | None = None
 
     def __init__(self, message: str, *, param: str | None = None) -> None:
@@ -22,30 +40,21 @@ class GatewayError(Exception):
 
 
 class InvalidRequest(GatewayError):
-    status_code = 400
-    error_type = "invalid_request_error"
+    pass
 
 
 class ModelNotFound(GatewayError):
-    status_code = 404
-    error_type = "invalid_request_error"
-    code = "model_not_found"
+    pass
 
 
 class InternalError(GatewayError):
     """The gateway's own code failed while calling a model (an adapter's included): a bug to
     fix, reported as a 500 and never counted against the deployment's health."""
 
-    code = "internal_error"
-
 
 class ModelUnavailable(GatewayError):
     """The caller is told only that the model is unavailable; ``reason`` (an unset key variable,
     an unreachable server) is the operator's, for the log and ``/readyz``."""
-
-    status_code = 503
-    error_type = "service_unavailable"
-    code = "model_unavailable"
 
     def __init__(self, model: str, reason: str) -> None:
         super().__init__(f"The model `{model}` is unavailable; try again later or another model.")
@@ -56,8 +65,6 @@ class ModelUnavailable(GatewayError):
 class UpstreamError(GatewayError):
     """The provider failed or refused. ``retryable`` tells the router whether to try again."""
 
-    status_code = 502
-    error_type = "upstream_error"
     retryable = False
 
     def __init__(
@@ -77,62 +84,41 @@ class UpstreamError(GatewayError):
 class UpstreamAuthError(UpstreamError):
     """The gateway's own provider credentials were refused: the operator's problem."""
 
-    code = "upstream_auth_failed"
-
 
 class UpstreamBadRequest(UpstreamError):
-    status_code = 400
-    error_type = "invalid_request_error"
-    code = "upstream_rejected_request"
+    pass
 
 
 class ContextWindowExceeded(UpstreamBadRequest):
-    code = "context_length_exceeded"
+    pass
 
 
 class UpstreamRateLimited(UpstreamError):
-    status_code = 429
-    error_type = "rate_limit_error"
-    code = "upstream_rate_limited"
     retryable = True
 
 
 class UpstreamQuotaExceeded(UpstreamError):
     """Spend limit or quota: retrying cannot help until someone pays or raises the limit."""
 
-    status_code = 429
-    error_type = "insufficient_quota"
-    code = "upstream_quota_exceeded"
-
 
 class UpstreamOverloaded(UpstreamError):
-    status_code = 503
-    error_type = "service_unavailable"
-    code = "upstream_overloaded"
     retryable = True
 
 
 class UpstreamServerError(UpstreamError):
-    code = "upstream_server_error"
     retryable = True
 
 
 class UpstreamConnectionError(UpstreamError):
-    code = "upstream_unreachable"
     retryable = True
 
 
 class UpstreamTimeout(UpstreamError):
-    status_code = 504
-    error_type = "timeout"
-    code = "upstream_timeout"
     retryable = True
 
 
 class UpstreamProtocolError(UpstreamError):
     """The provider answered with something that is not its documented wire format."""
-
-    code = "upstream_malformed_response"
 
 
 def parse_retry_after(value: str | None) -> float | None:

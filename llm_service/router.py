@@ -238,7 +238,7 @@ class Router:
                     alias=upstream.alias,
                     deployment=upstream.deployment.id,
                     cooldown_seconds=upstream.breaker.config.cooldown_seconds,
-                    error=error.code,
+                    error=type(error).__name__,
                 )
         else:
             upstream.breaker.release()
@@ -262,7 +262,9 @@ class Router:
             candidates = deque(a for a in candidates if a not in tried)
             if not candidates or self._remaining(deadline) <= 0:
                 raise error
-            log.warning("model_fallback", failed=current, to=candidates[0], error=error.code)
+            log.warning(
+                "model_fallback", failed=current, to=candidates[0], error=type(error).__name__
+            )
             current = candidates.popleft()
             tried.add(current)
 
@@ -287,7 +289,7 @@ class Router:
                     alias=alias,
                     deployment=upstream.deployment.id,
                     attempt=number,
-                    error=exc.code,
+                    error=type(exc).__name__,
                     wait_seconds=round(delay, 3),
                 )
                 await self._timing.sleep(delay)

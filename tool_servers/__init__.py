@@ -6,7 +6,7 @@ consent.
 """
 
 from tool_servers.build import build_tool_servers
-from tool_servers.runtime import ServerConflict, ServerNotFound
+from tool_servers.errors import ServerConflict, ServerNotFound
 from tool_servers.servers import ToolServers
 
 __all__ = ["ServerConflict", "ServerNotFound", "ToolServers", "build_tool_servers"]

@@ -14,7 +14,7 @@ from cryptography.fernet import InvalidToken
 from mcp.client.auth import OAuthFlowError
 from pydantic import BaseModel, ValidationError
 
-from llm_service.errors import GatewayError, InvalidRequest
+from llm_service.errors import InvalidRequest
 from mcp_client.backend import BackendUnavailable
 from mcp_client.config import MCPServerConfig
 from mcp_client.oauth_consent import (
@@ -23,23 +23,12 @@ from mcp_client.oauth_consent import (
     begin_consent,
     complete_consent,
 )
+from tool_servers.errors import ConnectFailed, ConsentExpired
 from tool_servers.grants import NO_KEY, ServerGrants, uses_consent
 
 # How long an admin has between "Connect" and the callback.
 CONSENT_SECONDS = 600
 ServerLookup = Callable[[str], Awaitable[MCPServerConfig | None]]
-
-
-class ConnectFailed(GatewayError):
-    status_code = 502
-    error_type = "upstream_error"
-    code = "connect_failed"
-
-
-class ConsentExpired(GatewayError):
-    status_code = 400
-    error_type = "invalid_request_error"
-    code = "consent_expired"
 
 
 class _Sealed(BaseModel):

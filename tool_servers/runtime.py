@@ -15,23 +15,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.base import utcnow
 from db.models import AuditEvent, RuntimeMCPServer
-from llm_service.errors import GatewayError, InvalidRequest
+from llm_service.errors import InvalidRequest
 from mcp_client.config import MCPServerConfig
+from tool_servers.errors import ServerConflict, ServerNotFound
 from tool_servers.grants import NO_KEY, ServerGrants, uses_consent
 from tool_servers.rules import RuntimeServerRules
 from tool_servers.sync import RuntimeServerSync, stored_servers
-
-
-class ServerConflict(GatewayError):
-    status_code = 409
-    error_type = "invalid_request_error"
-    code = "server_conflict"
-
-
-class ServerNotFound(GatewayError):
-    status_code = 404
-    error_type = "invalid_request_error"
-    code = "server_not_found"
 
 
 class RuntimeServers:

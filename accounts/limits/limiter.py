@@ -16,12 +16,12 @@ from typing import Protocol
 
 import structlog
 
+from accounts.errors import BudgetExceeded, RateLimited
 from accounts.limits.budgets import Budget, BudgetAlert, BudgetAlertSink, budgets
 from accounts.limits.config import KeyLimits, KeyLimitsConfig
 from accounts.limits.counters import Counters, CountersUnavailable
 from accounts.pricing import PriceBook
 from accounts.principals import Principal
-from llm_service.errors import GatewayError
 from llm_service.types import Usage
 
 log = structlog.get_logger("accounts.limits")
@@ -33,21 +33,6 @@ class CarriesUsage(Protocol):
 
     @property
     def usage(self) -> Usage | None: ...
-
-
-class RateLimited(GatewayError):
-    status_code = 429
-    error_type = "rate_limit_error"
-    code = "rate_limit_exceeded"
-
-    def __init__(self, message: str, retry_after: float) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class BudgetExceeded(RateLimited):
-    error_type = "insufficient_quota"
-    code = "budget_exceeded"
 
 
 class KeyLimiter:

@@ -11,23 +11,18 @@ from fastapi import APIRouter
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
+from accounts.errors import KeyNotFound
 from accounts.keys import KeyInfo
 from accounts.limits.config import KeyLimits
 from admin import RowId
 from admin.api.teams import TEAM_PATTERN
 from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.responses import json_response
-from llm_service.errors import GatewayError, InvalidRequest
+from llm_service.errors import InvalidRequest
 
 router = APIRouter(prefix="/v1/admin/keys", tags=["admin"])
 
 ROLE_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
-
-
-class KeyNotFound(GatewayError):
-    status_code = 404
-    error_type = "invalid_request_error"
-    code = "key_not_found"
 
 
 class KeySettings(BaseModel):

@@ -11,15 +11,9 @@ from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.responses import json_response
 from gateway.services import Services
 from governance import PinStatus, PinView
-from llm_service.errors import GatewayError
+from governance.errors import ReviewConflict
 
 router = APIRouter(prefix="/v1/admin/tool-reviews", tags=["admin"])
-
-
-class ReviewConflict(GatewayError):
-    status_code = 409
-    error_type = "invalid_request_error"
-    code = "review_conflict"
 
 
 async def review_json(services: Services, pin: PinView) -> dict[str, Any]:

@@ -13,17 +13,12 @@ from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.responses import json_response
 from gateway.services import Services
 from governance import ApprovalRules, ToolGovernance
-from llm_service.errors import GatewayError, InvalidRequest
+from governance.errors import ToolNotFound
+from llm_service.errors import InvalidRequest
 from mcp_client.types import StandardizedTool
 from tool_servers import ToolServers
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
-
-
-class ToolNotFound(GatewayError):
-    status_code = 404
-    error_type = "invalid_request_error"
-    code = "tool_not_found"
 
 
 class PolicyChange(BaseModel):

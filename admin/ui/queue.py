@@ -20,6 +20,7 @@ from chat_service.errors import DecisionConflict, SelfApprovalForbidden, ToolCal
 from chat_service.tool_call_view import CallState
 from db.base import utcnow
 from gateway.auth import ServicesDep
+from gateway.errors import report_of
 from gateway.services import Services
 from gateway.shutdown import Drain
 from gateway.sse import EventStreamResponse, frame
@@ -86,7 +87,7 @@ async def decide(
             record_id, session.key_id, approve, reason.strip() or None
         )
     except (DecisionConflict, SelfApprovalForbidden, ToolCallNotFound) as exc:
-        return await _queue_page(request, services, session, exc.message, exc.status_code)
+        return await _queue_page(request, services, session, exc.message, report_of(exc).status)
     done = "approved" if approve else "rejected"
     if call.state is CallState.AWAITING_APPROVAL:
         done = "partial"  # one of two approvals

@@ -7,12 +7,14 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Form, Request
 from starlette.responses import RedirectResponse, Response
 
-from admin.api.reviews import ReviewConflict, decide_review
+from admin.api.reviews import decide_review
 from admin.ui.rendering import render, side_by_side
 from admin.ui.security import SecuredRoute, SignedIn, check_csrf
 from admin.ui.sessions import SessionInfo
 from gateway.auth import ServicesDep
+from gateway.errors import report_of
 from gateway.services import Services
+from governance.errors import ReviewConflict
 
 router = APIRouter(prefix="/admin", route_class=SecuredRoute, include_in_schema=False)
 
@@ -57,5 +59,5 @@ async def decide(
     try:
         await decide_review(services, pin_id, verdict == "approve", session.key_id)
     except ReviewConflict as exc:
-        return await _reviews_page(request, services, session, exc.message, exc.status_code)
+        return await _reviews_page(request, services, session, exc.message, report_of(exc).status)
     return RedirectResponse("/admin/reviews?done=1", status_code=303)

@@ -14,6 +14,7 @@ from starlette.responses import RedirectResponse, Response
 from admin.ui.rendering import render
 from admin.ui.sessions import AdminSessions, SessionInfo
 from gateway.context import request_context
+from gateway.errors import report_of
 from gateway.services import Services, get_services
 from llm_service.errors import GatewayError
 
@@ -66,8 +67,9 @@ class SecuredRoute(APIRoute):
                     media_type="text/plain",
                 )
             except GatewayError as exc:
-                request_context(request).fail(exc)
-                response = await error_page(request, exc.message, exc.status_code)
+                report = report_of(exc)
+                request_context(request).fail(exc, report.error_type)
+                response = await error_page(request, exc.message, report.status)
             except RequestValidationError as exc:
                 request_context(request).error_type = "invalid_request_error"
                 response = await error_page(request, form_problem(exc), 400)

@@ -24,7 +24,8 @@ from admin.ui.security import SecuredRoute, SignedIn, check_csrf, cookie_name, i
 from gateway.auth import ServicesDep
 from gateway.services import Services
 from llm_service.errors import InvalidRequest
-from tool_servers.connect import CONSENT_SECONDS, EXPIRED, ConsentExpired, ServerConnections
+from tool_servers.connect import CONSENT_SECONDS, EXPIRED, ServerConnections
+from tool_servers.errors import ConsentExpired
 
 router = APIRouter(prefix="/admin", route_class=SecuredRoute, include_in_schema=False)
 CALLBACK_PATH = "/admin/oauth/callback"

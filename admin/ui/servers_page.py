@@ -16,6 +16,7 @@ from admin.ui.security import SecuredRoute, SignedIn, check_csrf
 from admin.ui.server_form import TRANSPORTS, ServerForm
 from admin.ui.sessions import SessionInfo
 from gateway.auth import ServicesDep
+from gateway.errors import report_of
 from gateway.services import Services
 from llm_service.errors import GatewayError
 from mcp_client.config import MCPServerConfig
@@ -123,7 +124,7 @@ async def add_server(
     try:
         await services.tool_servers.put(form.to_config(), session.key_id, create=True)
     except GatewayError as exc:
-        rejected = Rejected(exc.message, exc.status_code, form)
+        rejected = Rejected(exc.message, report_of(exc).status, form)
         return await _servers_page(request, services, session, rejected)
     return RedirectResponse("/admin/servers?done=added", status_code=303)
 
@@ -144,7 +145,7 @@ async def change_server(
         stored = (await services.tool_servers.stored()).get(name)
         await services.tool_servers.put(form.to_config(stored), session.key_id, create=False)
     except GatewayError as exc:
-        rejected = Rejected(exc.message, exc.status_code, form, editing=name)
+        rejected = Rejected(exc.message, report_of(exc).status, form, editing=name)
         return await _servers_page(request, services, session, rejected)
     return RedirectResponse("/admin/servers?done=changed", status_code=303)
 
@@ -161,6 +162,6 @@ async def delete_server(
     try:
         await services.tool_servers.delete(name, session.key_id)
     except GatewayError as exc:
-        rejected = Rejected(exc.message, exc.status_code, None, editing=name)
+        rejected = Rejected(exc.message, report_of(exc).status, None, editing=name)
         return await _servers_page(request, services, session, rejected)
     return RedirectResponse("/admin/servers?done=removed", status_code=303)

@@ -17,6 +17,7 @@ from admin.ui.rule_form import approval_above_lines, auto_approve_lines, parse_r
 from admin.ui.security import SecuredRoute, SignedIn, check_csrf
 from admin.ui.sessions import SessionInfo
 from gateway.auth import ServicesDep
+from gateway.errors import report_of
 from gateway.services import Services
 from llm_service.errors import GatewayError
 
@@ -71,7 +72,7 @@ async def _changed(
         await change_policy(services, name, changes, session.key_id)
     except GatewayError as exc:
         # Which tool was refused, since not every message names it (e.g. a bad role).
-        refused = Refused(name, f"`{name}`: {exc.message}", exc.status_code, **(posted or {}))
+        refused = Refused(name, f"`{name}`: {exc.message}", report_of(exc).status, **(posted or {}))
         return _tools_page(request, services, session, refused)
     done = "reset" if changes and all(v is None for v in changes.values()) else "saved"
     done = "rules" if list(changes) == ["approval_rules"] and changes["approval_rules"] else done
@@ -158,7 +159,7 @@ async def edit_rules(
     try:
         rules = parse_rules(auto_approve, approval_above, int(approvers))
     except GatewayError as exc:
-        refused = Refused(name, f"`{name}`: {exc.message}", exc.status_code)
+        refused = Refused(name, f"`{name}`: {exc.message}", report_of(exc).status)
         return _tools_page(request, services, session, refused)
     changes: dict[str, Any] = {"approval_rules": rules.model_dump()}
     return await _changed(request, services=services, session=session, name=name, changes=changes)

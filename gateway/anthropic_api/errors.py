@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.errors import ErrorInfo, ErrorShapedRoute
+from gateway.errors import REPORTS, ErrorInfo, ErrorShapedRoute, report_of
 from llm_service.errors import GatewayError, UpstreamOverloaded
 
 _TYPES_BY_STATUS = {
@@ -25,7 +25,7 @@ _TYPES_BY_STATUS = {
 
 
 def anthropic_error_type(status: int, code: str | None = None) -> str:
-    if code == UpstreamOverloaded.code:
+    if code == REPORTS[UpstreamOverloaded].code:
         return "overloaded_error"
     default = "api_error" if status >= 500 else "invalid_request_error"
     return _TYPES_BY_STATUS.get(status, default)
@@ -36,7 +36,8 @@ def anthropic_error_body(error_type: str, message: str) -> dict[str, Any]:
 
 
 def gateway_error_body(exc: GatewayError) -> dict[str, Any]:
-    return anthropic_error_body(anthropic_error_type(exc.status_code, exc.code), exc.message)
+    report = report_of(exc)
+    return anthropic_error_body(anthropic_error_type(report.status, report.code), exc.message)
 
 
 class AnthropicRoute(ErrorShapedRoute):

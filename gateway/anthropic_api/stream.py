@@ -18,6 +18,7 @@ from gateway.anthropic_api.errors import (
     anthropic_error_type,
     gateway_error_body,
 )
+from gateway.errors import report_of
 from gateway.sse import frame
 from llm_service.errors import GatewayError
 from llm_service.types import JSON, ChatResponse, TextDelta, ThinkingDelta, ToolCallDelta
@@ -81,7 +82,8 @@ class MessageWriter:
         return frame(orjson.dumps(gateway_error_body(exc)), "error")
 
     def error_type(self, exc: GatewayError) -> str:
-        return anthropic_error_type(exc.status_code, exc.code)
+        report = report_of(exc)
+        return anthropic_error_type(report.status, report.code)
 
     def cut(self) -> bytes:
         body = anthropic_error_body("api_error", "The upstream stream ended unexpectedly.")

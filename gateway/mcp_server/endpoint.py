@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from gateway.auth import authenticate
-from gateway.errors import handle_error
+from gateway.errors import McpUnavailable, handle_error
 from gateway.mcp_server.handlers import CALLER, Caller, McpHandlers
 from gateway.mcp_server.tasks import McpTasks
 from gateway.services import Services
@@ -33,12 +33,6 @@ INSTRUCTIONS = (
     "The company's tools, as the gateway governs them: what your key's roles may use, with the "
     "admins' policies. Some calls wait for a human reviewer's approval."
 )
-
-
-class McpUnavailable(GatewayError):
-    status_code = 503
-    error_type = "service_unavailable"
-    code = "mcp_unavailable"
 
 
 class McpEndpoint:

@@ -12,7 +12,7 @@ import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from opentelemetry.trace import Tracer
 
-from accounts.limits.limiter import RateLimited
+from accounts.errors import RateLimited
 from accounts.principals import Principal
 from accounts.usage import UsageEntry
 from chat_service.events import ToolCallProgress

@@ -6,7 +6,7 @@ import time
 
 import orjson
 
-from gateway.errors import error_body, gateway_error_body
+from gateway.errors import error_body, gateway_error_body, report_of
 from gateway.openai_api.convert import usage_json
 from gateway.sse import frame
 from llm_service.errors import GatewayError
@@ -69,7 +69,7 @@ class ChunkWriter:
         return frame(orjson.dumps(gateway_error_body(exc)))
 
     def error_type(self, exc: GatewayError) -> str:
-        return exc.error_type
+        return report_of(exc).error_type
 
     def cut(self) -> bytes:
         body = error_body("The upstream stream ended unexpectedly.", "upstream_error")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import orjson
 
 from gateway.context import RequestContext
+from gateway.errors import report_of
 from gateway.responses_api.schemas import ResponsesRequest
 from gateway.sse import frame
 from llm_service.errors import GatewayError
@@ -121,8 +122,9 @@ async def relay(
                 break
             event = following
     except GatewayError as exc:
-        context.fail(exc)
-        yield _frame(_error(sequence, exc.code, exc.message, exc.param))
+        report = report_of(exc)
+        context.fail(exc, report.error_type)
+        yield _frame(_error(sequence, report.code, exc.message, exc.param))
         return
     finally:
         await routed.rest.aclose()

@@ -24,6 +24,7 @@ from gateway import sse
 from gateway.auth import CurrentPrincipal, ServicesDep, authenticate, authorize_model
 from gateway.chat_route import event_stream, json_body, require_chat_model, served_headers
 from gateway.context import RequestContext, request_context
+from gateway.errors import TooManyMessages
 from gateway.providers import TOOL_SCHEMA_CONVERTERS
 from gateway.responses import json_response
 from gateway.responses_api.builtin_tools import mapped_builtins
@@ -43,7 +44,7 @@ from gateway.responses_api.store import Outcome, ResponseStore, Stored, not_foun
 from gateway.responses_api.stream import ResponseWriter
 from gateway.services import Services, get_services
 from llm_service.config import ModelConfig
-from llm_service.errors import GatewayError, InvalidRequest
+from llm_service.errors import InvalidRequest
 from llm_service.types import (
     JSON,
     ChatRequest,
@@ -60,15 +61,6 @@ _STRUCTURED_OUTPUT_PROVIDERS = frozenset({"openai", "ollama", "litellm"})
 _SCHEMA_OUTPUT_PROVIDERS = _STRUCTURED_OUTPUT_PROVIDERS | {"anthropic"}
 
 router = APIRouter(prefix="/v1", tags=["responses"])
-
-
-class TooManyMessages(GatewayError):
-    """``max_messages`` holds for the whole conversation a request sends, stored history too
-    (the JSON guard counts only a body's ``messages``)."""
-
-    status_code = 413
-    error_type = "invalid_request_error"
-    code = "too_many_messages"
 
 
 async def create_response(request: Request) -> Response:

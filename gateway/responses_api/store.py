@@ -14,16 +14,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from chat_service.messages import AnyMessage
 from db.models import StoredResponse
-from llm_service.errors import GatewayError
+from gateway.errors import ResponseNotFound
 from llm_service.types import JSON, Message
 
 _CONVERSATION: TypeAdapter[list[Message]] = TypeAdapter(list[AnyMessage])
-
-
-class ResponseNotFound(GatewayError):
-    status_code = 404
-    error_type = "invalid_request_error"
-    code = "response_not_found"
 
 
 @dataclass(frozen=True, slots=True)

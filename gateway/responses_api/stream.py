@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from gateway.errors import report_of
 from gateway.responses_api.convert import (
     function_call_item,
     message_item,
@@ -167,10 +168,11 @@ class ResponseWriter:
         )
 
     def error(self, exc: GatewayError) -> bytes:
-        return self._event("error", {"code": exc.code, "message": exc.message, "param": exc.param})
+        code = report_of(exc).code
+        return self._event("error", {"code": code, "message": exc.message, "param": exc.param})
 
     def error_type(self, exc: GatewayError) -> str:
-        return exc.error_type
+        return report_of(exc).error_type
 
     def cut(self) -> bytes:
         return self._event(

@@ -121,7 +121,7 @@ async def test_anthropic_spend_limit_is_not_a_rate_limit(
         await run(target.adapter(), HI, mode)
 
     assert not caught.value.retryable
-    assert caught.value.status_code == 429
+    assert caught.value.upstream_status == 429
 
 
 def _broken_openai(kind: str) -> Starlette:

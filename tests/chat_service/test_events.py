@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from chat_service.errors import ErrorReport
 from chat_service.events import (
     MessageCompleted,
     MessageDelta,
@@ -63,7 +64,10 @@ EVENTS: list[TurnEvent] = [
     ToolCallAwaitingApproval(CALL),
     ToolCallStarted(CALL),
     ToolCallCompleted(CALL),
-    TurnError.of(UpstreamRateLimited("slow down", retry_after=7.0)),
+    TurnError.of(
+        UpstreamRateLimited("slow down", retry_after=7.0),
+        ErrorReport(429, "rate_limit_error", "upstream_rate_limited"),
+    ),
     TurnFinished(TurnStatus.FAILED),
 ]
 
@@ -135,7 +139,7 @@ def test_events_stored_before_typed_events_still_load() -> None:
     )
     failed = stored_event("error", {"code": "max_tool_rounds", "message": "too many"})
     assert failed == TurnError("max_tool_rounds", "too many")
-    assert failed.exception().status_code == 502
+    assert failed.exception().report.status == 502
 
 
 async def _events(*events: TurnEvent) -> Any:
@@ -161,9 +165,7 @@ async def test_a_failed_summary_keeps_the_error_as_it_was() -> None:
     assert summary.status is TurnStatus.FAILED
     assert summary.error is not None
     error = summary.error.exception()
-    assert (error.status_code, error.error_type, error.code, error.retry_after) == (
-        429,
-        "rate_limit_error",
-        "upstream_rate_limited",
+    assert (error.report, error.retry_after) == (
+        (429, "rate_limit_error", "upstream_rate_limited"),
         7.0,
     )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from accounts.errors import BudgetExceeded, RateLimited
 from accounts.limits.config import KeyLimits, KeyLimitsConfig
 from accounts.limits.counters import MemoryCounters
-from accounts.limits.limiter import BudgetExceeded, KeyLimiter, RateLimited
+from accounts.limits.limiter import KeyLimiter
 from accounts.pricing import PriceBook, from_config
 from accounts.principals import Principal
 from llm_service.config import Price
@@ -66,7 +67,7 @@ async def test_the_daily_budget_is_priced_per_model() -> None:
     with pytest.raises(BudgetExceeded) as caught:
         await limits.admit(ALICE)
 
-    assert caught.value.status_code == 429
+    assert caught.value.retry_after is not None
     clock.now += 86_400
     await limits.admit(ALICE)
 
