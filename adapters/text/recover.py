@@ -254,7 +254,9 @@ class Recovery:
         if text[first] == "{":
             return self._json(start, start)
         if self._head.match(text, first) is None:
-            return None if self._could_be_head(text[first:]) else start + 1
+            rest = text[first:]
+            undecided = self._could_be_head(rest) or _MARKUP_SO_FAR.match(text, start)
+            return None if undecided else start + 1
         end = python_end(text, start)
         if end is Verdict.INCOMPLETE:
             return None
@@ -352,9 +354,13 @@ class Recovery:
         if markup is not None:
             return len(markup.group())
         word = _TAIL_WORD.search(text, pos)
-        if word is None or text[word.start() - 1 : word.start()] == ".":
+        if word is None:
             return 0
-        return len(word.group()) if self._could_be_head(word.group()) else 0
+        # A name starts where the run starts (unless after a dot) or after a hyphen in it.
+        starts = [word.start() + i + 1 for i, char in enumerate(word.group()) if char == "-"]
+        if text[word.start() - 1 : word.start()] != ".":
+            starts.insert(0, word.start())
+        return next((len(text) - s for s in starts if self._could_be_head(text[s:])), 0)
 
     def _could_be_head(self, text: str) -> bool:
         return any(h.startswith(text) for h in self._heads)

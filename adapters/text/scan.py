@@ -28,7 +28,7 @@ class _Scanner:
     fmt: ToolFormat
     text: str
     final: bool
-    tools: Collection[str]
+    declared: DeclaredTools
     leading: bool
     reader: JsonReader
     think_tags: tuple[str, str]
@@ -36,6 +36,10 @@ class _Scanner:
     thinking: bool = False  # inside a reasoning block
     # The chat template may have opened reasoning: undecided until its closing tag or the end.
     opened: bool = False
+
+    @property
+    def tools(self) -> frozenset[str]:
+        return self.declared.names
 
     def run(self, pos: int) -> int:
         """Scan from ``pos``; returns the index up to which the text is settled."""
@@ -71,15 +75,21 @@ class _Scanner:
         if text.startswith(self.fmt.openers, start):
             if not self.final:
                 return None
-            calls = self.fmt.parse_leading(text[start:], self.tools)
-            if calls is not None:
+            items = self.fmt.parse_leading(text[start:], self.tools)
+            # Without its family's marker a call is as weak a sign as a recovered one: its
+            # arguments must fit the tool's schema too.
+            if items is not None and all(self._fits(i) for i in items):
                 self._text(text[pos:start])
-                self._calls(calls)
+                self.items.extend(items)
+                self.leading = False
                 return len(text)
         elif not self.final and _could_start(text, start, (think, *self.fmt.openers)):
             return None  # whitespace, or the start of a marker: wait
         self.leading = False
         return pos
+
+    def _fits(self, item: Item) -> bool:
+        return not isinstance(item, Call) or self.declared.fits(item)
 
     def _marker_step(self, pos: int) -> int | None:
         text = self.text
@@ -248,8 +258,8 @@ class StreamParser:
         if not isinstance(tools, DeclaredTools):
             tools = DeclaredTools.unconstrained(frozenset(tools))
         self._fmt = fmt
-        self._tools = tools.names
-        self._recovery = Recovery(tools) if self._tools else None
+        self._declared = tools
+        self._recovery = Recovery(tools) if tools.names else None
         self._think_tags = think_tags or fmt.think_tags
         self._text = ""
         self._pos = 0
@@ -277,7 +287,7 @@ class StreamParser:
             self._fmt,
             self._text,
             final,
-            self._tools,
+            self._declared,
             self._leading,
             self._reader,
             self._think_tags,

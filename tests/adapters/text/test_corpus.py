@@ -36,7 +36,7 @@ from llm_service.types import (
 from tests.adapters.text.corpus_files import RULES, CorpusCase, load
 
 CASES = load()
-MIN_CASES = 150
+MIN_CASES = 250
 
 
 @dataclass(frozen=True)
