@@ -31,7 +31,7 @@ from db.base import utcnow
 from db.transactions import Operation
 from governance import KeyState, Stage, Ticket, ToolGovernance
 from llm_service.spans import span
-from llm_service.types import ToolCall
+from llm_service.types import ImagePart, ToolCall
 from mcp_client.hooks import CallHooks
 from mcp_client.types import ToolResult
 
@@ -230,6 +230,9 @@ class ToolExecutor:
         await self._listeners.call_ended(call, hooks)
         if result.refused is not None:
             log.warning("tool_call_refused", tool=call.tool_name, refused=result.refused)
-        ended = Outcome(result.content, result.is_error, self._clock())
+        # The images the tool returned go to the model whole, after the text (each provider
+        # gets them in the form it accepts, docs/providers.md "Tool results").
+        images = tuple(ImagePart(image.data_url) for image in result.images)
+        ended = Outcome(result.content, result.is_error, self._clock(), images=images)
         settle = TimeOut(ended=ended) if timed_out or result.timed_out else Settle(ended=ended)
         return settle, await self._calls.move(call.record_id, settle)

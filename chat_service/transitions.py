@@ -27,7 +27,7 @@ from chat_service.events import (
 from chat_service.tool_call_view import EDGES, CallState, Edge, ToolCallView
 from db.base import utcnow
 from db.transactions import Insert
-from llm_service.types import JSON, ToolResultMessage
+from llm_service.types import JSON, ContentPart, ImagePart, TextPart, ToolResultMessage
 
 
 class IllegalMove(ValueError):
@@ -86,6 +86,7 @@ class Outcome:
     is_error: bool
     at: datetime
     told: str | None = None
+    images: tuple[ImagePart, ...] = ()  # what the tool returned besides text, told whole
 
     def columns(self) -> dict[str, object]:
         return {"result": self.result, "result_is_error": self.is_error, "finished_at": self.at}
@@ -147,7 +148,12 @@ class Transition:
         if outcome is None:
             return None
         text = outcome.result if outcome.told is None else outcome.told
-        return ToolResultMessage(call.call_id, text, name=call.tool_name, is_error=outcome.is_error)
+        content: str | tuple[ContentPart, ...] = text
+        if outcome.images:
+            content = (TextPart(text), *outcome.images)
+        return ToolResultMessage(
+            call.call_id, content, name=call.tool_name, is_error=outcome.is_error
+        )
 
     def reported(self, call: ToolCallView) -> TurnEvent | None:
         """The event reporting ``call`` as this move left it."""

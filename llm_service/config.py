@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -10,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 Provider = Literal["openai", "anthropic", "ollama", "litellm", "mock"]
 ModelKind = Literal["chat", "embedding"]
 EMBEDDING_PROVIDERS = frozenset({"openai", "ollama", "litellm"})
+# An opening reasoning tag: <think>, [THINK].
+REASONING_TAG = re.compile(r"<[A-Za-z_][\w\-]*>|\[[A-Z_]+\]")
 ToolFormat = Literal[
     "native", "auto", "hermes", "llama3", "pythonic", "mistral", "granite", "deepseek", "generic"
 ]
@@ -117,6 +120,13 @@ class ModelConfig(BaseModel):
     base_url: str | None = None
     api_key_env: str | None = Field(None, description="environment variable holding the key")
     tool_format: ToolFormat = "native"
+    reasoning: bool | str | None = Field(
+        None,
+        description="text tool formats: the chat template opens a reasoning block in the prompt "
+        "(QwQ, Qwen3, DeepSeek-R1, Magistral), so the reply is reasoning up to the closing tag; "
+        "`true` for the format's own tag, or the opening tag (`<think>`, `[THINK]`); `false`: "
+        "never; unset: detected from the served chat template where `tool_format: auto` can",
+    )
     server_tools: bool = False
     forward_elicitation: bool = Field(
         False,
@@ -164,6 +174,17 @@ class ModelConfig(BaseModel):
         if self.responses_api == "native":
             return True
         return self.base_url is None or urlsplit(self.base_url).hostname == "api.openai.com"
+
+    @model_validator(mode="after")
+    def _reasoning_for_text_formats(self) -> ModelConfig:
+        if self.reasoning is not None and self.tool_format == "native":
+            raise ValueError(
+                "`reasoning` applies to text tool formats; with `tool_format: native` turn on the "
+                "server's own reasoning parser"
+            )
+        if isinstance(self.reasoning, str) and not REASONING_TAG.fullmatch(self.reasoning):
+            raise ValueError("`reasoning` must be true, false or an opening tag like <think>")
+        return self
 
     @model_validator(mode="after")
     def _script_only_for_mock(self) -> ModelConfig:

@@ -9,7 +9,12 @@ from typing import Any
 
 import mcp_types as types
 
-from mcp_client.types import ToolResult
+from mcp_client.types import ToolImage, ToolResult
+
+# Images kept whole per result, and the largest one (Anthropic's limit per image); others stay
+# described in the text only. A tool cannot make a conversation grow past these.
+MAX_IMAGES = 8
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
 
 
 def error_result(message: str) -> ToolResult:
@@ -28,6 +33,7 @@ def truncate(result: ToolResult, max_chars: int) -> ToolResult:
         structured=None,  # a cut-down structure would be misleading; the text says what is left
         truncated=True,
         timed_out=result.timed_out,
+        images=result.images,
     )
 
 
@@ -37,7 +43,34 @@ def from_call_result(result: types.CallToolResult) -> ToolResult:
     if structured is not None and not any(isinstance(b, types.TextContent) for b in result.content):
         parts.append(json.dumps(structured, ensure_ascii=False, default=str))
     text = "\n".join(parts) if parts else ("(the tool returned no content)")
-    return ToolResult(content=text, is_error=bool(result.is_error), structured=structured)
+    return ToolResult(
+        content=text,
+        is_error=bool(result.is_error),
+        structured=structured,
+        images=_images(result.content),
+    )
+
+
+def _images(blocks: list[types.ContentBlock]) -> tuple[ToolImage, ...]:
+    """Image content and embedded image resources, whole, within the limits."""
+    images: list[ToolImage] = []
+    for block in blocks:
+        image = _image(block)
+        if image is not None and _decoded_size(image.data) <= MAX_IMAGE_BYTES:
+            images.append(image)
+    return tuple(images[:MAX_IMAGES])
+
+
+def _image(block: types.ContentBlock) -> ToolImage | None:
+    if isinstance(block, types.ImageContent):
+        return ToolImage(block.mime_type, block.data)
+    if isinstance(block, types.EmbeddedResource) and isinstance(
+        block.resource, types.BlobResourceContents
+    ):
+        mime = block.resource.mime_type or ""
+        if mime.startswith("image/"):
+            return ToolImage(mime, block.resource.blob)
+    return None
 
 
 def describe_content(block: types.ContentBlock) -> str:

@@ -34,8 +34,22 @@ class StandardizedTool:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolImage:
+    """An image a tool returned (MCP image content, or an embedded image resource)."""
+
+    mime_type: str
+    data: str  # base64, as MCP carries it
+
+    @property
+    def data_url(self) -> str:
+        return f"data:{self.mime_type};base64,{self.data}"
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResult:
-    """What a tool call produced, as text a model can read. Errors are results, not exceptions."""
+    """What a tool call produced, as text a model can read, and the images it returned (the
+    text describes each one too, for channels that carry only text). Errors are results, not
+    exceptions."""
 
     content: str
     is_error: bool = False
@@ -43,6 +57,7 @@ class ToolResult:
     truncated: bool = False
     timed_out: bool = False  # the call hit its time limit (and was cancelled where possible)
     refused: str | None = None  # why the client did not send the call (``DEFINITION_CHANGED``)
+    images: tuple[ToolImage, ...] = ()
 
 
 # A call decided on a definition its server no longer lists is refused, not run as changed.

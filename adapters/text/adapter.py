@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from functools import partial
 
 from adapters.text.base import Call, Item, Reasoning, Text, ToolFormat
-from adapters.text.history import declared_tools, text_request
+from adapters.text.history import declared_schemas, text_request
 from adapters.text.jsonscan import dumps
+from adapters.text.recover import DeclaredTools
 from adapters.text.scan import ContentJoin, StreamParser
 from adapters.text.select import choose, resolve
 from adapters.text.served import served_model
@@ -63,7 +64,7 @@ def with_text_tools(
     detect: Detect | None = None
     if config.tool_format == "auto" and config.provider == "openai" and config.base_url:
         detect = partial(detect_choice, config.base_url, config.upstream_model, names, api_key)
-    return TextToolsAdapter(adapter, fmt, detect=detect)
+    return TextToolsAdapter(adapter, fmt, detect=detect, reasoning=config.reasoning)
 
 
 async def detect_choice(
@@ -79,6 +80,22 @@ class Choice:
     fmt: ToolFormat
     # The chat template ends the prompt inside reasoning (QwQ, DeepSeek-R1).
     reasoning_open: bool = False
+    # The reasoning tags, when the model's are not its format's own.
+    think_tags: tuple[str, str] | None = None
+
+    def with_reasoning(self, setting: bool | str | None) -> Choice:
+        """The model entry's ``reasoning`` over what the template showed (unset: the template)."""
+        if setting is None:
+            return self
+        if setting is False:
+            return Choice(self.fmt)
+        tags = None if setting is True else reasoning_tags(setting)
+        return Choice(self.fmt, reasoning_open=True, think_tags=tags)
+
+
+def reasoning_tags(opening: str) -> tuple[str, str]:
+    """``<think>`` closes with ``</think>``, ``[THINK]`` with ``[/THINK]``."""
+    return opening, f"{opening[0]}/{opening[1:]}"
 
 
 Detect = Callable[[], Awaitable[Choice]]
@@ -92,9 +109,11 @@ class TextToolsAdapter:
         new_id: Callable[[], str] = new_call_id,
         *,
         detect: Detect | None = None,
+        reasoning: bool | str | None = None,
     ) -> None:
         self._inner = inner
-        self._choice = Choice(fmt)
+        self._reasoning = reasoning
+        self._choice = Choice(fmt).with_reasoning(reasoning)
         self._detect = detect
         self._detecting = asyncio.Lock()
         self._new_id = new_id
@@ -109,7 +128,7 @@ class TextToolsAdapter:
         if self._detect is not None:
             async with self._detecting:
                 if self._detect is not None:
-                    self._choice = await self._detect()
+                    self._choice = (await self._detect()).with_reasoning(self._reasoning)
                     self._detect = None
         return self._choice
 
@@ -129,8 +148,14 @@ class TextToolsAdapter:
             yield event
 
     def _events(self, choice: Choice, request: ChatRequest) -> ReplyEvents:
-        tools = declared_tools(request)
-        return ReplyEvents(choice.fmt, tools, self._new_id, reasoning_open=choice.reasoning_open)
+        tools = DeclaredTools(declared_schemas(request))
+        return ReplyEvents(
+            choice.fmt,
+            tools,
+            self._new_id,
+            reasoning_open=choice.reasoning_open,
+            think_tags=choice.think_tags,
+        )
 
     async def probe(self) -> str | None:
         return await self._inner.probe()
@@ -145,12 +170,17 @@ class ReplyEvents:
     def __init__(
         self,
         fmt: ToolFormat,
-        tools: Iterable[str],
+        tools: DeclaredTools | Iterable[str],
         new_id: Callable[[], str],
         *,
         reasoning_open: bool = False,
+        think_tags: tuple[str, str] | None = None,
     ) -> None:
-        self._parser = StreamParser(fmt, frozenset(tools), reasoning_open=reasoning_open)
+        if not isinstance(tools, DeclaredTools):
+            tools = DeclaredTools.unconstrained(frozenset(tools))
+        self._parser = StreamParser(
+            fmt, tools, reasoning_open=reasoning_open, think_tags=think_tags
+        )
         self._content = ContentJoin()
         self._new_id = new_id
         self._calls = 0

@@ -96,7 +96,9 @@ class ToolFormat(Protocol):
         reader: JsonReader,
     ) -> Block: ...
 
-    def parse_leading(self, text: str, tools: Collection[str]) -> tuple[Call, ...] | None: ...
+    def parse_leading(self, text: str, tools: Collection[str]) -> tuple[Item, ...] | None:
+        """The whole reply's calls (or, for a format that wraps plain answers, its text)."""
+        ...
 
 
 _CALL_KEYS = frozenset({"name", "arguments", "parameters", "id", "type"})

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from adapters.text.base import (
     THINK_TAGS,
     Block,
-    Call,
+    Item,
+    Text,
     choice_instruction,
     tools_json,
 )
-from adapters.text.jsonscan import JsonReader, Verdict, dumps
+from adapters.text.jsonscan import JsonReader, Verdict, dumps, read_value
 from adapters.text.whole import FENCE_OPENER, json_calls, whole_reply
 from llm_service.types import ToolCall, ToolChoice, ToolResultMessage, ToolSpec
 
@@ -55,5 +56,24 @@ class GenericFormat:
     ) -> Block:
         return Verdict.INVALID
 
-    def parse_leading(self, text: str, tools: Collection[str]) -> tuple[Call, ...] | None:
+    def parse_leading(self, text: str, tools: Collection[str]) -> tuple[Item, ...] | None:
+        answer = _response(text)
+        if answer is not None:
+            return (Text(answer),) if answer else ()
         return whole_reply(text, self.end_tokens, lambda body: json_calls(body, tools))
+
+
+def _response(text: str) -> str | None:
+    """llama.cpp's generic schema answers in words as ``{"response": "..."}``: the answer."""
+    body = text.strip()
+    read = read_value(body, 0) if body.startswith("{") else Verdict.INVALID
+    if isinstance(read, Verdict) or read[1] != len(body):
+        return None
+    value = read[0]
+    if (
+        isinstance(value, dict)
+        and set(value) == {"response"}
+        and isinstance(value["response"], str)
+    ):
+        return str(value["response"])
+    return None

@@ -9,6 +9,7 @@ renders them itself (the Llama templates turn ``tool`` into the ``ipython`` role
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from adapters.text.base import ToolFormat
 from adapters.tool_results import images_message, result_text
@@ -28,6 +29,13 @@ def declared_tools(request: ChatRequest) -> frozenset[str]:
     if request.tool_choice == "none":
         return frozenset()
     return frozenset(t.name for t in request.tools)
+
+
+def declared_schemas(request: ChatRequest) -> dict[str, dict[str, Any]]:
+    """The declared tools' parameter schemas, which a recovered call's arguments must fit."""
+    if request.tool_choice == "none":
+        return {}
+    return {t.name: t.parameters for t in request.tools}
 
 
 def text_request(request: ChatRequest, fmt: ToolFormat) -> ChatRequest:

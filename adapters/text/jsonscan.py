@@ -104,6 +104,7 @@ class JsonReader:
 
     _scans: dict[int, _Progress | int | Verdict] = field(default_factory=dict)
     _values: dict[int, tuple[Any, int] | Verdict] = field(default_factory=dict)
+    _invalid_at: dict[int, int] = field(default_factory=dict)
 
     def value_end(self, text: str, start: int) -> int | Verdict:
         """The index just past the JSON object, array or string starting at ``start``."""
@@ -120,7 +121,13 @@ class JsonReader:
             return known
         end = _advance(text, known)
         self._scans[start] = known if end is Verdict.INCOMPLETE else end
+        if end is Verdict.INVALID:
+            self._invalid_at[start] = known.pos
         return end
+
+    def invalid_at(self, start: int) -> int | None:
+        """Just past the character that made the value at ``start`` invalid (a stray closer)."""
+        return self._invalid_at.get(start)
 
     def read_value(self, text: str, start: int) -> tuple[Any, int] | Verdict:
         """The JSON object/array/string at ``start`` (no leading whitespace) and its end."""

@@ -114,7 +114,9 @@ def _python_tag(
         return Verdict.INCOMPLETE
     end = min(found) if found else len(text)
     code = text[start:end].rstrip()
-    calls = parse_builtin_call(code, tools)
+    calls = (
+        parse_call_list(code, tools) if code.startswith("[") else parse_builtin_call(code, tools)
+    )
     if calls is None and CODE_INTERPRETER in tools and code:
         calls = (Call(CODE_INTERPRETER, {"code": code}),)
     if calls is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,71 @@ def parse_call_list(source: str, tools: Collection[str]) -> tuple[Call, ...] | N
     return tuple(c for c in calls if c is not None)
 
 
+def parse_call(source: str, tools: Collection[str]) -> Call | None:
+    """``f(a=1)`` as a call, or None when it is anything else."""
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return _call(tree.body, tools)
+
+
+_PYTHON_SYNTAX = re.compile(r"[()\[\]{}'\"#]")
+_PAIRS = {"(": ")", "[": "]", "{": "}"}
+
+
+def python_end(text: str, start: int) -> int | Verdict:
+    """Just past the bracket that closes the one at ``start``, reading Python strings as data;
+    INVALID for a mismatched bracket, a comment or a line break in a one-line string."""
+    expected: list[str] = []
+    pos = start
+    while True:
+        match = _PYTHON_SYNTAX.search(text, pos)
+        if match is None:
+            return Verdict.INCOMPLETE
+        char, pos = match.group(), match.end()
+        if char in _PAIRS:
+            expected.append(_PAIRS[char])
+        elif char in ")]}":
+            if expected.pop() != char:
+                return Verdict.INVALID
+            if not expected:
+                return pos
+        elif char == "#":
+            return Verdict.INVALID
+        else:
+            string_end = _string_end(text, match.start(), char)
+            if isinstance(string_end, Verdict):
+                return string_end
+            pos = string_end
+
+
+def _string_end(text: str, start: int, quote: str) -> int | Verdict:
+    triple = quote * 3
+    if text.startswith(triple, start):
+        end = text.find(triple, start + 3)
+        while end > 0 and _escaped(text, end):
+            end = text.find(triple, end + 1)
+        return Verdict.INCOMPLETE if end < 0 else end + 3
+    pos = start + 1
+    while pos < len(text):
+        char = text[pos]
+        if char == "\\":
+            pos += 2
+        elif char == quote:
+            return pos + 1
+        elif char == "\n":
+            return Verdict.INVALID
+        else:
+            pos += 1
+    return Verdict.INCOMPLETE
+
+
+def _escaped(text: str, index: int) -> bool:
+    backslashes = len(text[:index]) - len(text[:index].rstrip("\\"))
+    return backslashes % 2 == 1
+
+
 def parse_builtin_call(source: str, tools: Collection[str]) -> tuple[Call, ...] | None:
     """Llama 3.1's built-in tool syntax, ``brave_search.call(query="...")``, as a call."""
     try:
@@ -59,17 +125,17 @@ def parse_builtin_call(source: str, tools: Collection[str]) -> tuple[Call, ...] 
     owner = node.func.value
     if node.func.attr != "call" or not isinstance(owner, ast.Name):
         return None
-    call = _arguments(owner.id, node, tools)
+    call = call_arguments(owner.id, node, tools)
     return None if call is None else (call,)
 
 
 def _call(node: ast.expr, tools: Collection[str]) -> Call | None:
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
         return None
-    return _arguments(node.func.id, node, tools)
+    return call_arguments(node.func.id, node, tools)
 
 
-def _arguments(name: str, node: ast.Call, tools: Collection[str]) -> Call | None:
+def call_arguments(name: str, node: ast.Call, tools: Collection[str]) -> Call | None:
     if node.args or name not in tools:
         return None
     arguments: dict[str, Any] = {}

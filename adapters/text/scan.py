@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from adapters.text.base import Call, Item, Parsed, Reasoning, Text, ToolFormat
 from adapters.text.jsonscan import JsonReader, Verdict, skip_ws
+from adapters.text.recover import DeclaredTools, Recovery
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,13 +28,18 @@ class _Scanner:
     fmt: ToolFormat
     text: str
     final: bool
-    tools: Collection[str]
+    declared: DeclaredTools
     leading: bool
     reader: JsonReader
+    think_tags: tuple[str, str]
     items: list[Item] = field(default_factory=list)
     thinking: bool = False  # inside a reasoning block
     # The chat template may have opened reasoning: undecided until its closing tag or the end.
     opened: bool = False
+
+    @property
+    def tools(self) -> frozenset[str]:
+        return self.declared.names
 
     def run(self, pos: int) -> int:
         """Scan from ``pos``; returns the index up to which the text is settled."""
@@ -53,7 +59,7 @@ class _Scanner:
 
     @property
     def _markers(self) -> tuple[str, ...]:
-        always = (self.fmt.think_tags[0], *self.fmt.end_tokens)
+        always = (*self.think_tags, *self.fmt.end_tokens)
         return (*always, *self.fmt.markers) if self.tools else always
 
     def _leading_step(self, pos: int) -> int | None:
@@ -65,19 +71,25 @@ class _Scanner:
         start = skip_ws(text, pos)
         if text.startswith(self._markers, start):  # e.g. [TOOL_CALLS], though "[" opens too
             return self._marker_step(pos)
-        think = self.fmt.think_tags[0]
+        think = self.think_tags[0]
         if text.startswith(self.fmt.openers, start):
             if not self.final:
                 return None
-            calls = self.fmt.parse_leading(text[start:], self.tools)
-            if calls is not None:
+            items = self.fmt.parse_leading(text[start:], self.tools)
+            # Without its family's marker a call is as weak a sign as a recovered one: its
+            # arguments must fit the tool's schema too.
+            if items is not None and all(self._fits(i) for i in items):
                 self._text(text[pos:start])
-                self._calls(calls)
+                self.items.extend(items)
+                self.leading = False
                 return len(text)
         elif not self.final and _could_start(text, start, (think, *self.fmt.openers)):
             return None  # whitespace, or the start of a marker: wait
         self.leading = False
         return pos
+
+    def _fits(self, item: Item) -> bool:
+        return not isinstance(item, Call) or self.declared.fits(item)
 
     def _marker_step(self, pos: int) -> int | None:
         text = self.text
@@ -92,8 +104,8 @@ class _Scanner:
         if index > pos:
             self._text(text[pos:index])
             return index
-        if marker == self.fmt.think_tags[0]:
-            return self._think(index)
+        if marker in self.think_tags:
+            return self._think(index, marker)
         if marker in self.fmt.end_tokens:
             return self._end_token(index, marker)
         return self._block(index, marker)
@@ -118,13 +130,15 @@ class _Scanner:
         self._text(marker)  # not a call: the marker is the model's text
         return index + len(marker)
 
-    def _think(self, index: int) -> int:
-        self.thinking = True
-        return index + len(self.fmt.think_tags[0])
+    def _think(self, index: int, tag: str) -> int:
+        """An opening tag starts reasoning; a closing one closes reasoning nobody opened in the
+        reply (a template may have): markup, dropped."""
+        self.thinking = tag == self.think_tags[0]
+        return index + len(tag)
 
     def _opened(self, pos: int) -> int | None:
         """Reasoning up to the closing tag, when the reply has one; else the reply never was."""
-        closer = self.fmt.think_tags[1]
+        closer = self.think_tags[1]
         close = self.text.find(closer, pos)
         if close >= 0:
             self._reason(self.text[pos:close])
@@ -137,7 +151,7 @@ class _Scanner:
 
     def _reasoning(self, pos: int) -> int | None:
         """Reasoning streams as it comes, up to a possible partial closing tag."""
-        text, closer = self.text, self.fmt.think_tags[1]
+        text, closer = self.text, self.think_tags[1]
         close = text.find(closer, pos)
         if close >= 0:
             self._reason(text[pos:close])
@@ -195,16 +209,21 @@ def _partial(text: str, pos: int, markers: tuple[str, ...]) -> int:
 
 
 def parse_reply(
-    fmt: ToolFormat, text: str, tools: Collection[str], *, reasoning_open: bool = False
+    fmt: ToolFormat,
+    text: str,
+    tools: DeclaredTools | Collection[str],
+    *,
+    reasoning_open: bool = False,
+    think_tags: tuple[str, str] | None = None,
 ) -> Reply:
     """Content, calls and reasoning of a whole reply.
 
     ``reasoning_open``: the chat template ended the prompt with the opening reasoning tag (QwQ,
-    DeepSeek-R1), so a reply with the closing tag starts inside reasoning.
+    DeepSeek-R1), so a reply with the closing tag starts inside reasoning. ``think_tags``: the
+    model's reasoning tags when they are not its format's own.
     """
-    scanner = _Scanner(fmt, text, True, frozenset(tools), True, JsonReader(), opened=reasoning_open)
-    scanner.run(0)
-    return _reply(scanner.items)
+    parser = StreamParser(fmt, tools, reasoning_open=reasoning_open, think_tags=think_tags)
+    return _reply(parser.finish(text))
 
 
 def _reply(items: list[Item]) -> Reply:
@@ -222,13 +241,26 @@ def _reply(items: list[Item]) -> Reply:
 
 
 class StreamParser:
-    """Feed text as it arrives; get back the items that are settled so far."""
+    """Feed text as it arrives; get back the items that are settled so far.
+
+    The format's own parse comes first; then, when tools were declared, the recovery pass
+    (``adapters.text.recover``) reads the content it settled for calls to them.
+    """
 
     def __init__(
-        self, fmt: ToolFormat, tools: Collection[str], *, reasoning_open: bool = False
+        self,
+        fmt: ToolFormat,
+        tools: DeclaredTools | Collection[str],
+        *,
+        reasoning_open: bool = False,
+        think_tags: tuple[str, str] | None = None,
     ) -> None:
+        if not isinstance(tools, DeclaredTools):
+            tools = DeclaredTools.unconstrained(frozenset(tools))
         self._fmt = fmt
-        self._tools = frozenset(tools)
+        self._declared = tools
+        self._recovery = Recovery(tools) if tools.names else None
+        self._think_tags = think_tags or fmt.think_tags
         self._text = ""
         self._pos = 0
         self._leading = True
@@ -246,7 +278,8 @@ class StreamParser:
         if not self._text:
             self._opened = False
 
-    def finish(self) -> list[Item]:
+    def finish(self, rest: str = "") -> list[Item]:
+        self._text += rest
         return self._scan(final=True)
 
     def _scan(self, final: bool) -> list[Item]:
@@ -254,9 +287,10 @@ class StreamParser:
             self._fmt,
             self._text,
             final,
-            self._tools,
+            self._declared,
             self._leading,
             self._reader,
+            self._think_tags,
             thinking=self._thinking,
             opened=self._opened,
         )
@@ -264,7 +298,9 @@ class StreamParser:
         self._leading = scanner.leading
         self._thinking = scanner.thinking
         self._opened = scanner.opened
-        return scanner.items
+        if self._recovery is None:
+            return scanner.items
+        return self._recovery.feed(scanner.items, final=final)
 
 
 class ContentJoin:

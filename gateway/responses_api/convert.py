@@ -1,8 +1,8 @@
 """Responses API items <-> canonical types, for every provider that does not serve the Responses
 API itself (``passthrough.py`` is the other way).
 
-What the canonical types do not hold is not carried this way: reasoning items (a model's
-encrypted reasoning) are neither returned nor accepted back as anything but ignored input
+A model's thinking is returned as reasoning items and read back from them (``reasoning.py``);
+reasoning items of other origins (OpenAI's encrypted reasoning) are ignored input
 (docs/responses-api.md).
 """
 
@@ -12,6 +12,7 @@ import secrets
 import time
 from typing import Any
 
+from gateway.responses_api.reasoning import reasoning_item, thinking_of
 from gateway.responses_api.schemas import FunctionToolChoice, ResponsesRequest
 from llm_service.assemble import arguments_json, tool_call
 from llm_service.errors import InvalidRequest
@@ -26,6 +27,7 @@ from llm_service.types import (
     ResponseFormat,
     SystemMessage,
     TextPart,
+    Thinking,
     ToolChoice,
     ToolResultMessage,
     ToolSpec,
@@ -35,8 +37,6 @@ from llm_service.types import (
 
 _EMPTY_OBJECT_SCHEMA: JSON = {"type": "object", "properties": {}}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-# Items a model of another API produced that carry nothing the canonical history holds.
-_IGNORED_ITEMS = frozenset({"reasoning"})
 
 
 def new_id(prefix: str) -> str:
@@ -110,11 +110,19 @@ class _ItemReader:
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self._tool_names: dict[str, str] = {}
+        self._thinking: list[Thinking] = []  # for the assistant turn that follows
 
     def read(self, item: JSON, where: str) -> None:
         kind = item.get("type", "message")
         if kind == "message":
-            self.messages.append(_message(item, where))
+            message = _message(item, where)
+            if isinstance(message, AssistantMessage) and self._thinking:
+                message = AssistantMessage(content=message.content, thinking=self._taken())
+            self.messages.append(message)
+        elif kind == "reasoning":
+            thinking = thinking_of(item)
+            if thinking is not None:
+                self._thinking.append(thinking)
         elif kind == "function_call":
             self._call(item, where)
         elif kind == "function_call_output":
@@ -122,7 +130,7 @@ class _ItemReader:
             output = _output(item.get("output"), f"{where}.output")
             name = self._tool_names.get(call_id)
             self.messages.append(ToolResultMessage(call_id, output, name=name))
-        elif kind not in _IGNORED_ITEMS:
+        else:
             raise InvalidRequest(
                 f"The input item type `{kind}` is not supported by this gateway: send messages, "
                 "`function_call` and `function_call_output` items.",
@@ -138,10 +146,16 @@ class _ItemReader:
         last = self.messages[-1] if self.messages else None
         if isinstance(last, AssistantMessage):
             self.messages[-1] = AssistantMessage(
-                content=last.content, tool_calls=(*last.tool_calls, call), thinking=last.thinking
+                content=last.content,
+                tool_calls=(*last.tool_calls, call),
+                thinking=(*last.thinking, *self._taken()),
             )
         else:
-            self.messages.append(AssistantMessage(tool_calls=(call,)))
+            self.messages.append(AssistantMessage(tool_calls=(call,), thinking=self._taken()))
+
+    def _taken(self) -> tuple[Thinking, ...]:
+        thinking, self._thinking = tuple(self._thinking), []
+        return thinking
 
 
 def _required_str(item: JSON, field: str, where: str) -> str:
@@ -250,7 +264,7 @@ def function_call_item(
 
 
 def output_items(response: ChatResponse) -> list[JSON]:
-    items = []
+    items = [reasoning_item(new_id("rs"), t) for t in response.message.thinking]
     if response.message.content:
         items.append(message_item(new_id("msg"), response.message.content))
     for call in response.message.tool_calls:
@@ -320,6 +334,8 @@ def output_messages(output: list[JSON]) -> list[Message]:
         for item in output
         if item.get("type") == "function_call"
     )
+    read = (thinking_of(item) for item in output if item.get("type") == "reasoning")
+    thinking = tuple(t for t in read if t is not None)
     if not text and not calls:
         return []
-    return [AssistantMessage(content=text or None, tool_calls=calls)]
+    return [AssistantMessage(content=text or None, tool_calls=calls, thinking=thinking)]

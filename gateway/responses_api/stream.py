@@ -22,11 +22,12 @@ from gateway.responses_api.convert import (
     output_text_part,
     response_json,
 )
+from gateway.responses_api.reasoning import reasoning_item
 from gateway.responses_api.schemas import ResponsesRequest
 from gateway.sse import frame
 from llm_service.assemble import arguments_json
 from llm_service.errors import GatewayError
-from llm_service.types import JSON, ChatResponse, TextDelta, ThinkingDelta, ToolCallDelta
+from llm_service.types import JSON, ChatResponse, TextDelta, Thinking, ThinkingDelta, ToolCallDelta
 
 
 @dataclass
@@ -47,6 +48,8 @@ class ResponseWriter:
     sequence: int = 0
     message: _Item | None = None
     calls: dict[int, _Item] = field(default_factory=dict)  # by the stream's call index
+    reasoning: list[_Item] = field(default_factory=list)  # one per thinking block, in order
+    thinking_open: bool = False  # the last reasoning item still takes text
     count: int = 0
     final: JSON | None = None
 
@@ -66,11 +69,37 @@ class ResponseWriter:
         )
 
     def delta(self, event: TextDelta | ThinkingDelta | ToolCallDelta) -> bytes:
+        if isinstance(event, ThinkingDelta):
+            return self._thinking(event)
+        self.thinking_open = False  # text or a call ends a thinking block
         if isinstance(event, TextDelta):
             return self._text(event.text)
-        if isinstance(event, ThinkingDelta):
-            return b""  # reasoning is not carried (docs/responses-api.md)
         return self._call(event.index, event.id, event.name, event.arguments)
+
+    def _thinking(self, event: ThinkingDelta) -> bytes:
+        """Thinking streams as a reasoning item's text; its signature (sent after the text)
+        ends the block and is sealed into the item when the response is done."""
+        out = b""
+        if event.text:
+            if not self.thinking_open:
+                out += self._open_reasoning()
+                self.thinking_open = True
+            item = self.reasoning[-1]
+            out += self._event(
+                "response.reasoning_text.delta", {**self._at(item), "delta": event.text}
+            )
+        if event.signature is not None:
+            self.thinking_open = False
+        return out
+
+    def _open_reasoning(self) -> bytes:
+        item = self._open()
+        item.item_id = new_id("rs")
+        self.reasoning.append(item)
+        added = reasoning_item(item.item_id, Thinking(""), "in_progress")
+        return self._event(
+            "response.output_item.added", {"output_index": item.output_index, "item": added}
+        )
 
     def _text(self, text: str) -> bytes:
         opened = b""
@@ -117,11 +146,16 @@ class ResponseWriter:
     def done(self, response: ChatResponse) -> bytes:
         # What the stream did not show (an answer that came whole) is opened and filled now.
         text = response.message.content or ""
-        out = self._text(text) if text and self.message is None else b""
+        thinking = response.message.thinking
+        out = b"".join(self._open_reasoning() for _ in thinking[len(self.reasoning) :])
+        out += self._text(text) if text and self.message is None else b""
         for index, call in enumerate(response.message.tool_calls):
             if index not in self.calls:
                 out += self._call(index, call.id, call.name, arguments_json(call))
         closing: list[tuple[int, JSON]] = []
+        for index, item in enumerate(self.reasoning):
+            block = thinking[index] if index < len(thinking) else Thinking("")
+            closing.append((item.output_index, reasoning_item(item.item_id, block)))
         if self.message is not None:
             closing.append(self._message_done(text))
         for index, call in enumerate(response.message.tool_calls):
@@ -148,7 +182,11 @@ class ResponseWriter:
 
     def _close(self, output_index: int, item: JSON) -> bytes:
         out = b""
-        if item["type"] == "message":
+        if item["type"] == "reasoning":
+            at = {"item_id": item["id"], "output_index": output_index, "content_index": 0}
+            for part in item["content"]:
+                out += self._event("response.reasoning_text.done", {**at, "text": part["text"]})
+        elif item["type"] == "message":
             at = {"item_id": item["id"], "output_index": output_index, "content_index": 0}
             text = item["content"][0]["text"]
             out += self._event("response.output_text.done", {**at, "text": text, "logprobs": []})

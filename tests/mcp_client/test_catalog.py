@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -217,6 +218,9 @@ async def test_mixed_content_becomes_readable_text(catalog: MCPToolCatalog) -> N
         "[resource <file:///notes.txt>]",
         "the notes",
     ]
+    # The image itself comes along whole, for the providers that take images in tool results.
+    [image] = result.images
+    assert (image.mime_type, base64.b64decode(image.data)) == ("image/png", b"\x89PNG1234")
 
 
 async def test_a_changed_tool_list_reaches_the_catalog(catalog: MCPToolCatalog) -> None:

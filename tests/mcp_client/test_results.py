@@ -6,7 +6,7 @@ import base64
 
 import mcp_types as types
 
-from mcp_client.results import from_call_result, truncate
+from mcp_client.results import MAX_IMAGE_BYTES, MAX_IMAGES, from_call_result, truncate
 from mcp_client.types import ToolResult
 
 
@@ -53,3 +53,39 @@ def test_short_results_are_untouched_and_long_ones_marked() -> None:
     assert cut.truncated
     assert cut.structured is None
     assert cut.content == "y" * 200 + "\n[truncated: showing 200 of 250 characters]"
+
+
+def test_images_and_image_resources_come_whole_within_the_limits() -> None:
+    png = base64.b64encode(b"\x89PNG").decode()
+    huge = base64.b64encode(b"x" * (MAX_IMAGE_BYTES + 1)).decode()
+    result = from_call_result(
+        types.CallToolResult(
+            content=[
+                types.ImageContent(type="image", data=png, mime_type="image/png"),
+                types.EmbeddedResource(
+                    type="resource",
+                    resource=types.BlobResourceContents(
+                        uri="file:///c.jpg", blob=png, mime_type="image/jpeg"
+                    ),
+                ),
+                types.EmbeddedResource(
+                    type="resource",
+                    resource=types.BlobResourceContents(
+                        uri="file:///d.pdf", blob=png, mime_type="application/pdf"
+                    ),
+                ),
+                types.ImageContent(type="image", data=huge, mime_type="image/png"),
+                *[
+                    types.ImageContent(type="image", data=png, mime_type="image/gif")
+                    for _ in range(MAX_IMAGES)
+                ],
+            ],
+            is_error=False,
+        )
+    )
+
+    assert [i.mime_type for i in result.images[:2]] == ["image/png", "image/jpeg"]
+    assert len(result.images) == MAX_IMAGES  # the oversized one and the surplus stay text
+    assert result.images[0].data_url == f"data:image/png;base64,{png}"
+    assert "[resource <file:///d.pdf>: application/pdf, 4 bytes]" in result.content
+    assert truncate(result, 5).images == result.images

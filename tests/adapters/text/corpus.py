@@ -16,6 +16,7 @@ from typing import Any
 
 from adapters.text.adapter import ReplyEvents, new_call_id
 from adapters.text.base import ToolFormat
+from adapters.text.recover import DeclaredTools
 from adapters.text.scan import Reply, parse_reply
 from llm_service.types import TextDelta, ThinkingDelta, ToolCallDelta
 
@@ -71,7 +72,9 @@ def _utf8_chunks(text: str, rng: random.Random) -> list[str]:
     return chunks
 
 
-def stream(fmt: ToolFormat, chunks: list[str], tools: frozenset[str] = TOOLS) -> Streamed:
+def stream(
+    fmt: ToolFormat, chunks: list[str], tools: DeclaredTools | frozenset[str] = TOOLS
+) -> Streamed:
     events = ReplyEvents(fmt, tools, new_call_id)
     out = [e for chunk in chunks for e in events.feed(TextDelta(chunk))]
     out.extend(events.finish())

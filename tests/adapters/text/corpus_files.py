@@ -24,6 +24,7 @@ RULES = frozenset(
         "arguments-object",
         "reasoning-first",
         "end-token",
+        "declared-anywhere",
     }
 )
 
@@ -39,8 +40,11 @@ class CorpusCase:
     calls: list[tuple[str, dict[str, Any]]]
     reasoning: str | None = None
     tool_choice: str | None = None
-    # The chat template ended the prompt with the opening reasoning tag (detected from it).
-    reasoning_open: bool = False
+    # The chat template ends the prompt with the opening reasoning tag: the model entry's
+    # ``reasoning`` (true or the tag), or "template": detected from the served template.
+    reasoning_open: bool | str = False
+    # Parameter schemas of the declared tools (default: any object).
+    schemas: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
     rule: str | None = None
     note: str = field(default="", compare=False)
 
@@ -70,6 +74,7 @@ def _case(fmt: str, raw: dict[str, Any]) -> CorpusCase:
         reasoning=raw.get("reasoning"),
         tool_choice=raw.get("tool_choice"),
         reasoning_open=raw.get("reasoning_open", False),
+        schemas=raw.get("schemas", {}),
         rule=raw.get("rule"),
         note=raw.get("note", ""),
     )

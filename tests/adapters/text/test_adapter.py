@@ -226,3 +226,73 @@ def test_only_non_native_models_are_wrapped(fake_openai: tuple[FakeOpenAI, str])
     assert isinstance(wrapped, TextToolsAdapter)
     assert wrapped.format.name == "hermes"
     assert wrapped.provider == "openai"
+
+
+async def test_model_entry_reasoning_makes_the_reply_reasoning_up_to_its_closing_tag(
+    upstream: tuple[FakeOpenAI, OpenAIAdapter],
+) -> None:
+    fake, inner = upstream
+    config = ModelConfig(name="qwq", provider="openai", tool_format="hermes", reasoning=True)
+    adapter = with_text_tools(config, inner)
+    draft = '<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}}</tool_call>'
+    fake.queue(FakeReply(text=f"Maybe {draft}? No, Oslo.\n</think>\n\n{HERMES_CALL}"))
+
+    events, response = await collect(adapter, ask())
+
+    # The draft inside reasoning is not a call; the reasoning is thinking, never content.
+    assert not any(isinstance(e, TextDelta) for e in events)
+    assert [c.arguments for c in response.message.tool_calls] == [{"city": "Oslo"}]
+    assert response.message.content is None
+    assert [t.text for t in response.message.thinking] == [f"Maybe {draft}? No, Oslo.\n"]
+
+
+async def test_model_entry_reasoning_tag_names_the_tags(
+    upstream: tuple[FakeOpenAI, OpenAIAdapter],
+) -> None:
+    fake, inner = upstream
+    config = ModelConfig(name="m", provider="openai", tool_format="hermes", reasoning="[THINK]")
+    fake.queue(FakeReply(text="Sunny, surely.[/THINK]It is sunny."))
+
+    response = await with_text_tools(config, inner).complete(ask())
+
+    assert response.message.content == "It is sunny."
+    assert [t.text for t in response.message.thinking] == ["Sunny, surely."]
+
+
+async def test_recovered_calls_must_fit_the_declared_schema(
+    upstream: tuple[FakeOpenAI, OpenAIAdapter],
+) -> None:
+    fake, inner = upstream
+    strict = ToolSpec(
+        "get_weather",
+        "Weather for a city",
+        {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    )
+    misfit = 'For example {"name": "get_weather", "arguments": {"town": "Oslo"}} works.'
+    fitting = 'Sure. {"name": "get_weather", "arguments": {"city": "Oslo"}} Done.'
+    fake.queue(FakeReply(text=misfit))
+    fake.queue(FakeReply(text=fitting))
+    request = ChatRequest(messages=(UserMessage("Weather?"),), tools=(strict,))
+
+    kept = await hermes(inner).complete(request)
+    events, recovered = await collect(hermes(inner), request)
+
+    assert (kept.message.content, kept.message.tool_calls) == (misfit, ())
+    assert [c.arguments for c in recovered.message.tool_calls] == [{"city": "Oslo"}]
+    assert recovered.message.content == "Sure. Done."
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Sure. Done."
+
+
+@pytest.mark.parametrize(
+    ("reasoning", "problem"),
+    [(True, "text tool formats"), ("think", "opening tag")],
+)
+def test_reasoning_is_checked_in_the_model_entry(reasoning: bool | str, problem: str) -> None:
+    fmt = "native" if reasoning is True else "hermes"
+    with pytest.raises(ValueError, match=problem):
+        ModelConfig(name="m", provider="openai", tool_format=fmt, reasoning=reasoning)

@@ -36,7 +36,7 @@ from llm_service.types import (
 from tests.adapters.text.corpus_files import RULES, CorpusCase, load
 
 CASES = load()
-MIN_CASES = 150
+MIN_CASES = 250
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,10 @@ class Replay:
 
 
 def request_for(case: CorpusCase) -> ChatRequest:
-    tools = tuple(ToolSpec(name, f"{name} tool", {"type": "object"}) for name in case.tools)
+    tools = tuple(
+        ToolSpec(name, f"{name} tool", case.schemas.get(name, {"type": "object"}))
+        for name in case.tools
+    )
     choice = "none" if case.tool_choice == "none" else None
     return ChatRequest(messages=(UserMessage("Go."),), tools=tools, tool_choice=choice)
 
@@ -94,12 +97,15 @@ def expected(case: CorpusCase) -> Outcome:
 
 
 def adapter_for(case: CorpusCase, inner: Replay) -> TextToolsAdapter:
+    """As the model entry's ``reasoning`` makes it, or (``template``) as detection does."""
     fmt = FORMATS[case.format]
 
     async def from_template() -> Choice:
         return Choice(fmt, reasoning_open=True)
 
-    return TextToolsAdapter(inner, fmt, detect=from_template if case.reasoning_open else None)
+    if case.reasoning_open == "template":
+        return TextToolsAdapter(inner, fmt, detect=from_template)
+    return TextToolsAdapter(inner, fmt, reasoning=case.reasoning_open or None)
 
 
 async def whole(case: CorpusCase) -> Outcome:

@@ -39,8 +39,9 @@ CASES = [
         None,
         [("get_time", {})],
     ),
-    Case("text before is not a call", f"Calling: {CALL}", f"Calling: {CALL}"),
-    Case("text after is not a call", f"{CALL}\nThanks!", f"{CALL}\nThanks!"),
+    # The recovery pass: a declared call is a call next to prose too; the prose stays content.
+    Case("text before a call", f"Calling: {CALL}", "Calling:", [("get_weather", {"city": "Oslo"})]),
+    Case("text after a call", f"{CALL}\nThanks!", "Thanks!", [("get_weather", {"city": "Oslo"})]),
     Case("truncated", CALL[:-3], CALL[:-3]),
     Case(
         "undeclared",

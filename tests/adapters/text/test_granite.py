@@ -59,9 +59,10 @@ CASES = [
         '<|tool_call|>[{"name": "format_disk", "arguments": {}}]',
     ),
     Case(
-        "function_call with an array is not its shape",
+        "function_call with an array: not its shape, recovered with its markup",
         '<function_call> [{"name": "get_time", "arguments": {}}]',
-        '<function_call> [{"name": "get_time", "arguments": {}}]',
+        None,
+        [("get_time", {})],
     ),
     Case(
         "prose",

@@ -101,9 +101,10 @@ CASES = [
         "Compare a<b and <tool_cal",
     ),
     Case(
-        "text after a call that is not the closing tag",
+        "text after a call that is not the closing tag: recovered, the text stays",
         '<tool_call>{"name": "get_time", "arguments": {}} oops',
-        '<tool_call>{"name": "get_time", "arguments": {}} oops',
+        "oops",
+        [("get_time", {})],
     ),
 ]
 

@@ -78,9 +78,10 @@ CASES = [
         '{"city": "Oslo", "temp": 21}',
     ),
     Case(
-        "bare json followed by prose is not a call",
+        "bare json followed by prose: recovered, the prose stays",
         f"{CALL} and then some words",
-        f"{CALL} and then some words",
+        "and then some words",
+        [("get_weather", {"city": "Oslo"})],
     ),
     Case(
         "prose mentioning the format",

@@ -54,9 +54,10 @@ CASES = [
     Case("truncated", "[get_weather(city='Os", "[get_weather(city='Os"),
     Case("a list in prose", "[1] See the notes.", "[1] See the notes."),
     Case(
-        "text before a list is not a call",
+        "text before a list: recovered, the text stays",
         "Here: [get_time()]",
-        "Here: [get_time()]",
+        "Here:",
+        [("get_time", {})],
     ),
     Case("empty list", "[]", "[]"),
     Case(

@@ -76,6 +76,15 @@ FRAGMENTS = st.sampled_from(
         "get_time()",
         "[get_time(tz='UTC')]",
         '{"q": "x"}',
+        # Shapes the recovery pass reads: prose around calls, markup, closers, fences.
+        "Sure. ",
+        "<tool_use>",
+        "</tool_call>",
+        "[TOOL_CALLS]",
+        "get_time(tz='UTC')",
+        "; ",
+        "`",
+        '```json\n{"name": "get_time", "arguments": {"tz": "x"}}\n```',
     ]
 )
 

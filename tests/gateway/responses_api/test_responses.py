@@ -14,6 +14,7 @@ from sqlalchemy import select
 from db.engine import create_engine, session_factory
 from db.usage_models import UsageRecord
 from tests.gateway.responses_api.conftest import WEATHER_TOOL, ResponsesStack
+from tests.support.fake_anthropic import FakeThinking
 from tests.support.fake_openai import FakeReply, FakeToolCall
 from tests.support.waiting import eventually
 
@@ -366,3 +367,59 @@ def test_too_many_messages_counts_the_stored_history(fresh: ResponsesStack) -> N
         client.responses.create(model="mock", input="one more", previous_response_id=first.id)
     assert refused.value.status_code == 413
     assert refused.value.body["code"] == "too_many_messages"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_anthropic_thinking_comes_back_as_reasoning_and_replays(
+    fresh: ResponsesStack, stream: bool
+) -> None:
+    fake = fresh.anthropic_fake
+    # Extended thinking on: the fake refuses a tool round whose assistant turn lacks its
+    # signed thinking block, as Anthropic does.
+    fake.thinking = [FakeThinking("Weather needs the tool.", "sig-w")]
+    fake.queue(
+        FakeReply(tool_calls=[FakeToolCall("get_weather", {"city": "Oslo"}, id="call_1")]),
+        FakeReply(text="Oslo is sunny."),
+    )
+    client = fresh.client()
+    asked: list[Any] = [{"role": "user", "content": "Weather in Oslo?"}]
+    try:
+        if stream:
+            events = list(
+                client.responses.create(
+                    model="claude", input=asked, tools=[WEATHER_TOOL], store=False, stream=True
+                )
+            )
+            deltas = [e.delta for e in events if e.type == "response.reasoning_text.delta"]
+            assert "".join(deltas) == "Weather needs the tool."
+            first = next(e.response for e in events if e.type == "response.completed")
+        else:
+            first = client.responses.create(
+                model="claude", input=asked, tools=[WEATHER_TOOL], store=False
+            )
+        assert [i.type for i in first.output] == ["reasoning", "function_call"]
+        reasoning = first.output[0]
+        assert reasoning.type == "reasoning"
+        assert [c.text for c in reasoning.content or ()] == ["Weather needs the tool."]
+        assert reasoning.encrypted_content
+        call = first.output[1]
+        assert call.type == "function_call"
+
+        replayed = [
+            *asked,
+            *(item.model_dump(exclude_none=True) for item in first.output),
+            {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"},
+        ]
+        second = client.responses.create(
+            model="claude", input=replayed, tools=[WEATHER_TOOL], store=False
+        )
+    finally:
+        fake.thinking = []
+
+    assert second.output_text == "Oslo is sunny."
+    assistant = fake.requests[-1]["messages"][1]
+    assert assistant["content"][0] == {
+        "type": "thinking",
+        "thinking": "Weather needs the tool.",
+        "signature": "sig-w",
+    }
