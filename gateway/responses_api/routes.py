@@ -146,7 +146,7 @@ async def _passed_through(
     services: Services,
     principal: Principal,
     turn: _Turn,
-    mapped: dict[int, ToolSpec],
+    mapped: dict[int, ToolSpec | None],
     context: RequestContext,
 ) -> Response:
     body = turn.body
