@@ -14,13 +14,18 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from clients.cells import claude_code, codex, governance
+from clients.cells import claude_code, codex, governance, python_clients
 from clients.install import ROOT, install
 from clients.matrix import Cell, CellFailed, Context, Result
 from clients.report import document, versions
 from clients.stack import running
 
-CELLS: list[Cell] = [*claude_code.CELLS, *codex.CELLS, *governance.CELLS]
+CELLS: list[Cell] = [
+    *claude_code.CELLS,
+    *codex.CELLS,
+    *governance.CELLS,
+    *python_clients.CELLS,
+]
 
 
 def run_cell(cell: Cell, context: Context) -> Result:
