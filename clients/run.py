@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from clients.cells import claude_code, codex, governance, mcp_clients, python_clients
+from clients.cells import ai_sdk, claude_code, codex, governance, mcp_clients, python_clients
 from clients.install import ROOT, install
 from clients.matrix import Cell, CellFailed, Context, Result
 from clients.report import document, versions
@@ -25,6 +25,7 @@ CELLS: list[Cell] = [
     *codex.CELLS,
     *governance.CELLS,
     *python_clients.CELLS,
+    *ai_sdk.CELLS,
     *mcp_clients.CELLS,
 ]
 
