@@ -61,18 +61,20 @@ class Installed:
 def install(folder: Path) -> Installed:
     installed = Installed(folder)
     installed.npm.mkdir(parents=True, exist_ok=True)
-    lock = HERE / "npm" / "package-lock.json"
-    kept = installed.npm / "package-lock.json"
-    # npm ci starts from nothing each time: only when the lock changed (or on a fresh folder).
-    done = installed.npm / "node_modules" / ".package-lock.json"  # npm writes it last
-    if not done.exists() or not kept.exists() or kept.read_bytes() != lock.read_bytes():
+    lock = (HERE / "npm" / "package-lock.json").read_bytes()
+    # Installed from this lock already: a stamp written once npm finished.
+    stamp = installed.npm / ".installed-lock"
+    if not stamp.exists() or stamp.read_bytes() != lock:
         for name in ("package.json", "package-lock.json"):
             shutil.copy(HERE / "npm" / name, installed.npm / name)
+        # Not `npm ci`: npm 11 refuses this lock for an optional dependency with no version
+        # (napi-windows-process-start-time, under the inspector); `install` follows the lock.
         subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
             cwd=installed.npm,
             check=True,
         )
+        stamp.write_bytes(lock)
     uv = str(ROOT / ".tools" / "bin" / "uv")
     if not installed.python.exists():
         subprocess.run(

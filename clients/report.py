@@ -14,9 +14,10 @@ NPM = (
     "ai",
     "@ai-sdk/openai",
     "@ai-sdk/anthropic",
+    "@modelcontextprotocol/inspector",
     "node",
 )
-PYPI = ("openai-agents", "langchain-openai", "langchain-anthropic")
+PYPI = ("openai-agents", "langchain-openai", "langchain-anthropic", "mcp")
 
 INTRO = """# Clients through the gateway
 

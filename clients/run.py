@@ -14,7 +14,15 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from clients.cells import ai_sdk, claude_code, codex, governance, mcp_clients, python_clients
+from clients.cells import (
+    ai_sdk,
+    claude_code,
+    codex,
+    governance,
+    inspector,
+    mcp_clients,
+    python_clients,
+)
 from clients.install import ROOT, install
 from clients.matrix import Cell, CellFailed, Context, Result
 from clients.report import document, versions
@@ -27,6 +35,7 @@ CELLS: list[Cell] = [
     *python_clients.CELLS,
     *ai_sdk.CELLS,
     *mcp_clients.CELLS,
+    *inspector.CELLS,
 ]
 
 
