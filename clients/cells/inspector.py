@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from clients.cells.mcp_clients import reviewer
 from clients.matrix import Cell, Context, expect, json_lines
 
 KEY = "mcp-inspector"
@@ -45,7 +46,18 @@ def called(context: Context) -> None:
     expect(texts == ["inspector: a thing"], str(answer)[:2000])
 
 
+def approved_waiting(context: Context) -> None:
+    """A call that needs a reviewer: the inspector's request waits until one approves it."""
+    with reviewer(context):
+        answer = _inspector(
+            context, "--method", "tools/call", "--tool-name", "transfer", "--tool-arg", "amount=31"
+        )
+    texts = [block.get("text") for block in answer.get("content", [])]
+    expect(texts == ["transferred 31"], str(answer)[:2000])
+
+
 CELLS = [
     Cell("MCP Inspector CLI", "tools/list", "/mcp", listed),
     Cell("MCP Inspector CLI", "tools/call", "/mcp", called),
+    Cell("MCP Inspector CLI", "call needing approval, waiting", "/mcp", approved_waiting),
 ]
