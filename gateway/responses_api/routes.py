@@ -49,6 +49,7 @@ from llm_service.types import (
     JSON,
     ChatRequest,
     Message,
+    Reasoning,
     ResponseFormat,
     SamplingParams,
     SystemMessage,
@@ -230,8 +231,14 @@ def _chat_request(
             max_tokens=body.max_output_tokens,
             response_format=structured,
             user=body.user,
+            reasoning=_reasoning(body),
         ),
     )
+
+
+def _reasoning(body: ResponsesRequest) -> Reasoning | None:
+    effort = body.reasoning.effort if body.reasoning is not None else None
+    return None if effort is None else Reasoning(effort=effort)
 
 
 async def _stored_first(

@@ -1,5 +1,6 @@
-"""Codex's tools on ``/v1/responses``: function tools grouped in ``namespace`` tools, beside a
-``web_search`` built-in, through the openai SDK to a translated model (OpenAI's chat wire)."""
+"""What Codex sends on ``/v1/responses``: function tools grouped in ``namespace`` tools, beside a
+``web_search`` built-in, and a reasoning effort, through the openai SDK to a translated model
+(OpenAI's chat wire)."""
 
 from __future__ import annotations
 
@@ -104,3 +105,18 @@ def test_a_namespace_of_other_tools_is_refused_naming_it(fresh: ResponsesStack) 
 
     assert refused.value.body["param"] == "tools[0].tools[0]"  # type: ignore[index]
     assert fresh.openai_fake.requests == []
+
+
+def test_codexs_reasoning_effort_reaches_a_translated_model(fresh: ResponsesStack) -> None:
+    fresh.openai_fake.queue(FakeReply(text="Thought it through."))
+
+    response = fresh.client().responses.create(
+        model="gpt",
+        input="Think first",
+        reasoning={"effort": "high", "summary": "auto"},
+        include=["reasoning.encrypted_content"],
+        store=False,
+    )
+
+    assert response.output_text == "Thought it through."
+    assert fresh.openai_fake.requests[0]["reasoning_effort"] == "high"
