@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway.app import create_app
 from migrations.commands import upgrade
+from server.app import create_app
 from tests.gateway.mcp_server.conftest import Desk, desk_server, gateway_settings
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_openai import FakeOpenAI
