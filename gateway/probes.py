@@ -7,10 +7,10 @@ takes. Cross-origin (CORS) requests are not served: browsers get no ``Access-Con
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
-from starlette.exceptions import HTTPException
+from fastapi import APIRouter
 from starlette.responses import Response
 from starlette.routing import Match
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.errors import flat_routes
 from gateway.responses import json_response
@@ -23,17 +23,29 @@ async def root() -> Response:
     return json_response({"status": "ok"})
 
 
-@router.options("/{path:path}", include_in_schema=False)
-async def allowed_methods(request: Request) -> Response:
-    """``204`` with ``Allow`` naming the path's methods; ``404`` for a path nothing serves."""
+class AllowedMethods:
+    """ASGI middleware: ``OPTIONS`` on a path the gateway serves is ``204`` with ``Allow``
+    naming its methods; on any other path the app answers (``404``). Not a route: a catch-all
+    route would turn every unknown path's 404 into a 405."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        methods = set()
+        if scope["type"] == "http" and scope["method"] == "OPTIONS":
+            methods = _methods_at(scope)
+        if not methods:
+            await self.app(scope, receive, send)
+            return
+        allow = ", ".join(sorted(methods | {"OPTIONS"}))
+        await Response(status_code=204, headers={"allow": allow})(scope, receive, send)
+
+
+def _methods_at(scope: Scope) -> set[str]:
     methods: set[str] = set()
-    for route in flat_routes(request.app.router.routes):
+    for route in flat_routes(scope["app"].router.routes):
         route_methods = getattr(route, "methods", None)
-        if route_methods and "OPTIONS" not in route_methods:
-            match, _ = route.matches({**request.scope, "method": "GET"})
-            if match != Match.NONE:
-                methods |= route_methods
-    if not methods:
-        raise HTTPException(404, "Not Found")
-    allow = ", ".join(sorted(methods | {"OPTIONS"}))
-    return Response(status_code=204, headers={"allow": allow})
+        if route_methods and route.matches({**scope, "method": "GET"})[0] != Match.NONE:
+            methods |= route_methods
+    return methods

@@ -102,6 +102,7 @@ def create_app(
         **conversations_api.HOT_ROUTES,
     }
     app.add_middleware(HotRoutes, routes=documented_routes(app, hot_routes))
+    app.add_middleware(probes.AllowedMethods)
     app.edge_paths = frozenset(path for path in hot_routes if "{" not in path[1])
     app.add_middleware(
         JsonGuardMiddleware,
