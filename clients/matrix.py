@@ -87,3 +87,5 @@ class Result:
     passed: bool
     detail: str = ""
     exchanges: list[str] = field(default_factory=list)  # on failure: what was sent, answered
+    # Requests the gateway refused (4xx/5xx) while the cell passed: what the client got over.
+    refused: list[str] = field(default_factory=list)

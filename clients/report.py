@@ -28,7 +28,9 @@ the answer, or the tool call the model makes) and a real MCP tool server behind 
 every cell and writes this page. It is not part of `make test`: it downloads the clients. The
 code: `clients/` (`cells/` has one module per client).
 
-A failed cell shows what the client sent and what the gateway answered (the last exchanges).
+A failed cell shows what the client sent and what the gateway answered (the last exchanges). A
+passing cell lists any request the gateway refused on the way (a client that probes and carries
+on), so nothing a client works around goes unseen.
 """
 
 NOTES = """## What the clients needed, and how the gateway serves it
@@ -72,13 +74,14 @@ def document(results: list[Result], versions: dict[str, str]) -> str:
         f"Last run: {datetime.now(UTC):%Y-%m-%d} on {platform.system()} {platform.machine()}, "
         f"{passed} of {len(results)} cells passed.",
         "",
-        "| client | case | through | result |",
-        "|---|---|---|---|",
+        "| client | case | through | result | refused on the way |",
+        "|---|---|---|---|---|",
     ]
     for result in results:
         cell = result.cell
         outcome = "pass" if result.passed else "**fail** (below)"
-        lines.append(f"| {cell.client} | {cell.case} | `{cell.wire}` | {outcome} |")
+        refused = "; ".join(f"`{line}`" for line in result.refused) or ""
+        lines.append(f"| {cell.client} | {cell.case} | `{cell.wire}` | {outcome} | {refused} |")
     lines += ["", "## Versions", "", "| package | version |", "|---|---|"]
     lines += [f"| {name} | {version} |" for name, version in versions.items()]
     lines += ["", NOTES]

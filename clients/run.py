@@ -27,6 +27,7 @@ from clients.install import ROOT, install
 from clients.matrix import Cell, CellFailed, Context, Result
 from clients.report import document, versions
 from clients.stack import running
+from gateway.logging import configure_logging
 
 CELLS: list[Cell] = [
     *claude_code.CELLS,
@@ -47,7 +48,14 @@ def run_cell(cell: Cell, context: Context) -> Result:
         return _failed(cell, context, str(exc))
     except Exception:
         return _failed(cell, context, traceback.format_exc(limit=3))
-    return Result(cell, passed=True)
+    refused = sorted(
+        {
+            f"{e.method} {e.path.split('?')[0]} -> {e.status}"
+            for e in context.stack.recorder.exchanges
+            if e.status >= 400
+        }
+    )
+    return Result(cell, passed=True, refused=refused)
 
 
 def _failed(cell: Cell, context: Context, detail: str) -> Result:
@@ -63,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for noisy in ("httpx", "mcp", "uvicorn"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    configure_logging("warning")  # the gateway's own request log, to stderr only when it warns
     installed = install(args.folder.resolve())
     cells = [c for c in CELLS if args.only is None or args.only.lower() in c.client.lower()]
     results = []
