@@ -14,7 +14,7 @@ KEY = "claude-code"  # its API key's name, as usage and audit show it
 MARKER = "matrix-marker-42"
 
 
-def _claude(context: Context, prompt: str, *options: str) -> str:
+def _claude(context: Context, prompt: str, *options: str, model: str = MODEL) -> str:
     stack = context.stack
     env = {
         "ANTHROPIC_BASE_URL": stack.url,
@@ -23,7 +23,7 @@ def _claude(context: Context, prompt: str, *options: str) -> str:
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
-    command = [str(context.installed.bin("claude")), "-p", prompt, "--model", MODEL, *options]
+    command = [str(context.installed.bin("claude")), "-p", prompt, "--model", model, *options]
     return context.run(command, env)
 
 
@@ -39,6 +39,15 @@ def plain(context: Context) -> None:
     output = _claude(context, "Say something", "--output-format", "json")
     results = [line.get("result") for line in json_lines(output)]
     expect(results == ["The gateway answered."], output[-2000:])
+
+
+def anthropic_upstream(context: Context) -> None:
+    """The alias served by an Anthropic model: thinking, effort and system messages reach it as
+    Anthropic takes them."""
+    context.stack.anthropic.queue(FakeReply(text="Claude answered."))
+    output = _claude(context, "Say something", "--output-format", "json", model="claude-alias")
+    results = [line.get("result") for line in json_lines(output)]
+    expect(results == ["Claude answered."], output[-2000:])
 
 
 def streamed(context: Context) -> None:
@@ -102,6 +111,12 @@ def count_tokens(context: Context) -> None:
 CELLS = [
     Cell("Claude Code", "plain answer (`--output-format json`)", "/v1/messages", plain),
     Cell("Claude Code", "streamed (`stream-json`)", "/v1/messages", streamed),
+    Cell(
+        "Claude Code",
+        "plain answer, an Anthropic model behind the alias",
+        "/v1/messages",
+        anthropic_upstream,
+    ),
     Cell("Claude Code", "its own Bash tool, result sent back", "/v1/messages", own_tool),
     Cell(
         "Claude Code",

@@ -14,10 +14,10 @@ KEY = "codex"  # its API key's name, as usage and audit show it
 MARKER = "matrix-marker-43"
 
 
-def _config(context: Context, mcp: bool = False) -> None:
+def _config(context: Context, mcp: bool = False, model: str = MODEL) -> None:
     stack = context.stack
     lines = [
-        f'model = "{MODEL}"',
+        f'model = "{model}"',
         'model_provider = "gateway"',
         "[model_providers.gateway]",
         'name = "llm-gateway"',
@@ -36,8 +36,10 @@ def _config(context: Context, mcp: bool = False) -> None:
     (folder / "config.toml").write_text("\n".join(lines) + "\n")
 
 
-def _codex(context: Context, prompt: str, *options: str, mcp: bool = False) -> str:
-    _config(context, mcp)
+def _codex(
+    context: Context, prompt: str, *options: str, mcp: bool = False, model: str = MODEL
+) -> str:
+    _config(context, mcp, model)
     env = {"CODEX_HOME": str(context.work / ".codex"), "GATEWAY_API_KEY": context.stack.key(KEY)}
     command = [
         str(context.installed.bin("codex")),
@@ -59,6 +61,17 @@ def plain(context: Context) -> None:
     context.stack.openai.queue(FakeReply(text="The gateway answered."))
     output = _codex(context, "Say something")
     expect("The gateway answered." in output, output[-2000:])
+
+
+def passed_through(context: Context) -> None:
+    """An OpenAI model whose own Responses API the gateway passes the request on to."""
+    context.stack.openai.queue(FakeReply(text="OpenAI answered."))
+    output = _codex(context, "Say something", model="gpt-native")
+    expect("OpenAI answered." in output, output[-2000:])
+    sent = context.stack.openai.requests[0]
+    expect(sent["store"] is False, "the gateway keeps the history: store false upstream")
+    kinds = {tool.get("type") for tool in sent.get("tools", [])}
+    expect("web_search" not in kinds, f"a built-in tool went to OpenAI: {kinds}")
 
 
 def streamed(context: Context) -> None:
@@ -83,6 +96,12 @@ def shell_tool(context: Context) -> None:
 CELLS = [
     Cell("Codex CLI", "plain answer", "/v1/responses", plain),
     Cell("Codex CLI", "streamed (`--json` events)", "/v1/responses", streamed),
+    Cell(
+        "Codex CLI",
+        "plain answer, OpenAI's Responses API passed through",
+        "/v1/responses",
+        passed_through,
+    ),
     Cell(
         "Codex CLI",
         "its shell tool (`exec_command`), output sent back",
