@@ -53,8 +53,19 @@ NOTES = """## What the clients needed, and how the gateway serves it
   `prompt_cache_key` and `client_metadata`: passed through to an OpenAI model, ignored when
   translated. This Codex release has no chat-completions wire (`wire_api = "chat"` is gone), so
   there is no chat row.
+- MCP clients (the SDK, the Inspector, Claude Code, Codex, the Agents SDK) use `/mcp` statelessly:
+  any replica serves any request. A call that needs approval waits with progress, or becomes a
+  task (`tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`: a cancelled task reports
+  `cancelled`); a `notifications/cancelled` that reaches a replica not running the call is
+  relayed to the others over Redis (`redis_url`).
 - Every client's traffic is an ordinary request under its key: usage and cost, budgets, rate
   limits, and for a tool called through `/mcp`, policy, approval and audit.
+
+Limits, as they stand: `count_tokens` is exact for Claude's tokenizer only (an estimate for other
+models); Claude Code's tool search (`defer_loading` tools found through `tool_reference` results)
+is not carried, so deferred tools stay unavailable to the model; built-in tools an operator did
+not map to an MCP tool are not offered, so the model answers without them; cancelling a running
+call across replicas needs Redis.
 
 Nothing here needed a private extension: every field and endpoint above is one the provider
 APIs or the MCP spec define.
