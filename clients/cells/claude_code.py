@@ -3,6 +3,7 @@ with ``ANTHROPIC_BASE_URL``, for a model id it does not know (a company alias)."
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -68,6 +69,26 @@ def own_tool(context: Context) -> None:
     expect(MARKER in _tool_results(openai.requests), "the Bash result never reached the model")
 
 
+# A 1x1 PNG: what Claude Code's Read tool sends back as an image block.
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+
+
+def image_result(context: Context) -> None:
+    """The scripted model reads an image with Claude Code's Read tool: the tool result holds an
+    image block, which reaches an OpenAI model as an image."""
+    (context.work / "chart.png").write_bytes(PIXEL)
+    openai = context.stack.openai
+    read = {"file_path": str(context.work / "chart.png")}
+    openai.queue(FakeReply(tool_calls=[FakeToolCall("Read", read, "call_read")]))
+    openai.queue(FakeReply(text="A single pixel."))
+    output = _claude(context, "Describe chart.png", "--allowedTools", "Read")
+    expect("A single pixel." in output, output[-2000:])
+    sent = json.dumps(openai.requests[-1]["messages"])
+    expect("data:image/png;base64," in sent, "the image never reached the model")
+
+
 def gateway_mcp_tool(context: Context) -> None:
     """The gateway's ``/mcp`` as Claude Code's MCP server; the model calls a tool through it."""
     stack = context.stack
@@ -118,6 +139,9 @@ CELLS = [
         anthropic_upstream,
     ),
     Cell("Claude Code", "its own Bash tool, result sent back", "/v1/messages", own_tool),
+    Cell(
+        "Claude Code", "its Read tool on an image: image tool result", "/v1/messages", image_result
+    ),
     Cell(
         "Claude Code",
         "gateway `/mcp` as its MCP server, tool called",

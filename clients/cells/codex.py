@@ -93,6 +93,31 @@ def shell_tool(context: Context) -> None:
     expect(MARKER in _tool_results(openai.requests), "the command's output never reached the model")
 
 
+def parallel_calls(context: Context) -> None:
+    """Two shell calls in one turn (``parallel_tool_calls``): both outputs go back together."""
+    openai = context.stack.openai
+    calls = [
+        FakeToolCall("exec_command", {"cmd": f"echo {MARKER}-a"}, "call_a"),
+        FakeToolCall("exec_command", {"cmd": f"echo {MARKER}-b"}, "call_b"),
+    ]
+    openai.queue(FakeReply(tool_calls=calls), FakeReply(text="Both ran."))
+    output = _codex(context, "Run both marker commands")
+    expect("Both ran." in output, output[-2000:])
+    results = _tool_results(openai.requests[-1:])
+    expect(f"{MARKER}-a" in results and f"{MARKER}-b" in results, "an output is missing")
+
+
+def gateway_mcp_tool(context: Context) -> None:
+    """The gateway's ``/mcp`` as Codex's MCP server: Codex offers its tools in a namespace
+    (``mcp__gateway`` + ``lookup``), the scripted model calls one, the gateway runs it."""
+    stack = context.stack
+    lookup = FakeToolCall("mcp__gateway__lookup", {"word": MARKER}, "call_mcp")
+    stack.openai.queue(FakeReply(tool_calls=[lookup]), FakeReply(text="Looked it up."))
+    output = _codex(context, "Look the marker up", mcp=True)
+    expect("Looked it up." in output, output[-2000:])
+    expect(f"{MARKER}: a thing" in _tool_results(stack.openai.requests), "no tool result upstream")
+
+
 CELLS = [
     Cell("Codex CLI", "plain answer", "/v1/responses", plain),
     Cell("Codex CLI", "streamed (`--json` events)", "/v1/responses", streamed),
@@ -108,25 +133,11 @@ CELLS = [
         "/v1/responses",
         shell_tool,
     ),
-]
-
-
-def gateway_mcp_tool(context: Context) -> None:
-    """The gateway's ``/mcp`` as Codex's MCP server: Codex offers its tools in a namespace
-    (``mcp__gateway`` + ``lookup``), the scripted model calls one, the gateway runs it."""
-    stack = context.stack
-    lookup = FakeToolCall("mcp__gateway__lookup", {"word": MARKER}, "call_mcp")
-    stack.openai.queue(FakeReply(tool_calls=[lookup]), FakeReply(text="Looked it up."))
-    output = _codex(context, "Look the marker up", mcp=True)
-    expect("Looked it up." in output, output[-2000:])
-    expect(f"{MARKER}: a thing" in _tool_results(stack.openai.requests), "no tool result upstream")
-
-
-CELLS.append(
+    Cell("Codex CLI", "two shell calls in one turn", "/v1/responses", parallel_calls),
     Cell(
         "Codex CLI",
         "gateway `/mcp` as its MCP server, tool called",
         "/v1/responses + /mcp",
         gateway_mcp_tool,
-    )
-)
+    ),
+]
