@@ -13,8 +13,7 @@ import json
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-
-from tokenizers import Tokenizer
+from typing import TYPE_CHECKING
 
 from llm_service.types import (
     AssistantMessage,
@@ -26,6 +25,9 @@ from llm_service.types import (
     UserMessage,
 )
 
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
 # Anthropic counts an image by its pixels (about width * height / 750); the gateway does not
 # decode images, so each counts as a large one would.
 IMAGE_TOKENS = 1600
@@ -35,7 +37,9 @@ MESSAGE_OVERHEAD = 4
 
 @cache
 def _tokenizer() -> Tokenizer:
-    """Loaded once, on the first count: most gateways never count."""
+    """Loaded once, on the first count: most gateways never count (nor import it)."""
+    from tokenizers import Tokenizer
+
     spec = importlib.util.find_spec("litellm")
     if spec is None or not spec.submodule_search_locations:
         raise LookupError("litellm is not installed: its copy of Claude's tokenizer is needed")
