@@ -12,7 +12,7 @@ PORT ?= 8000
 CHECKOV_ENV := $(TOOLS)/checkov
 CHECKOV_LOCK := tools/checkov/requirements.txt
 
-.PHONY: install run migrate test lint typecheck pytest checkov chromium npm-tools clean bench bench-tools bench-usage
+.PHONY: install run migrate test lint typecheck pytest checkov chromium npm-tools clean bench bench-tools bench-usage clients
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -72,7 +72,13 @@ pytest: install checkov chromium npm-tools
 test: lint typecheck pytest
 
 clean:
-	rm -rf $(VENV) $(TOOLS) var .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(TOOLS) var .mypy_cache .ruff_cache .pytest_cache .clients
+
+# The client matrix (docs/clients.md): coding agents, agent frameworks and MCP clients, installed
+# into .clients/ from npm and PyPI, each run unchanged against the gateway with the provider fakes
+# upstream. Not part of `make test` (it downloads the clients); writes docs/clients.md.
+clients: install
+	$(BIN)/python -m clients.run
 
 # The side-by-side benchmark (nginx and wrk from Debian packages, installed when missing, as
 # root like chromium above; see docs/benchmarks.md), and valgrind for `python -m bench.instructions`.

@@ -35,6 +35,7 @@ class CallState(StrEnum):
     FAILED = "failed"
     TIMED_OUT = "timed_out"
     UNKNOWN_OUTCOME = "unknown_outcome"
+    CANCELLED = "cancelled"
 
 
 class Edge(StrEnum):
@@ -49,6 +50,7 @@ class Edge(StrEnum):
     SETTLE = "settle"  # it ran: succeeded, or failed (an error result)
     TIME_OUT = "time_out"
     LOSE = "lose"  # the process running it died: its outcome is unknown
+    CANCEL = "cancel"  # its MCP client cancelled the task before it ran (tasks/cancel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,7 @@ EDGES: Mapping[Edge, EdgeSpec] = {
     Edge.SETTLE: _edge({_S.EXECUTING}, {_S.SUCCEEDED, _S.FAILED}),
     Edge.TIME_OUT: _edge({_S.EXECUTING}, {_S.TIMED_OUT}),
     Edge.LOSE: _edge({_S.EXECUTING}, {_S.UNKNOWN_OUTCOME}),
+    Edge.CANCEL: _edge({_S.AWAITING_APPROVAL, _S.APPROVED}, {_S.CANCELLED}),
 }
 
 
@@ -85,6 +88,7 @@ SETTLED = frozenset(
         CallState.FAILED,
         CallState.TIMED_OUT,
         CallState.UNKNOWN_OUTCOME,
+        CallState.CANCELLED,
     }
 )
 

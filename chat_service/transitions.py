@@ -290,6 +290,32 @@ class Expire(Transition):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Cancel(Transition):
+    """Its MCP client cancelled the task before the call ran (``tasks/cancel``, by
+    ``actor_key_id``): it never runs, and leaves the approval queue."""
+
+    edge = Edge.CANCEL
+    event = ToolCallCompleted
+    from_state: CallState
+    at: datetime
+
+    @property
+    def source(self) -> CallState:
+        return self.from_state
+
+    @property
+    def target(self) -> CallState:
+        return CallState.CANCELLED
+
+    @property
+    def outcome(self) -> Outcome:
+        return Outcome("The MCP client cancelled the task before the call ran.", True, self.at)
+
+    def columns(self) -> dict[str, object]:
+        return self.outcome.columns()
+
+
+@dataclass(frozen=True, kw_only=True)
 class Start(Transition):
     """The call runs: the commit of this move is what makes it run at most once."""
 

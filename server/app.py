@@ -12,7 +12,7 @@ from starlette.routing import Route
 from accounts.sso.client import OidcClient, oidc_client
 from admin.api import admin_router
 from admin.ui.routes import admin_ui_router
-from gateway import conversations_api, embeddings_api, health, tools_api
+from gateway import conversations_api, embeddings_api, health, probes, tools_api
 from gateway.anthropic_api import routes as anthropic_routes
 from gateway.errors import install_error_handlers
 from gateway.hot_routes import GatewayApp, Handler, HotRoutes, MethodAndPath, documented_routes
@@ -74,6 +74,7 @@ def create_app(
     app = GatewayApp(title="llm-gateway", version="0.1.0", lifespan=lifespan)
     install_error_handlers(app)
     app.include_router(health.router)
+    app.include_router(probes.router)
     app.include_router(openai_routes.router)
     app.include_router(conversations_api.router)
     app.include_router(anthropic_routes.router)
@@ -101,6 +102,7 @@ def create_app(
         **conversations_api.HOT_ROUTES,
     }
     app.add_middleware(HotRoutes, routes=documented_routes(app, hot_routes))
+    app.add_middleware(probes.AllowedMethods)
     app.edge_paths = frozenset(path for path in hot_routes if "{" not in path[1])
     app.add_middleware(
         JsonGuardMiddleware,

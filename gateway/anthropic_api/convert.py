@@ -8,12 +8,16 @@ from gateway.anthropic_api.schemas import (
     AssistantMessageIn,
     Base64ImageSource,
     CacheControlIn,
+    CountTokensRequest,
     ImageBlock,
     MessageIn,
     MessagesRequest,
+    OutputConfig,
     RedactedThinkingBlock,
+    SystemMessageIn,
     TextBlock,
     ThinkingBlock,
+    ThinkingDisabled,
     ThinkingEnabled,
     ThinkingIn,
     ToolChoiceAny,
@@ -36,6 +40,7 @@ from llm_service.types import (
     Message,
     NamedToolChoice,
     Reasoning,
+    ReasoningEffort,
     SamplingParams,
     SystemMessage,
     TextPart,
@@ -57,20 +62,10 @@ STOP_REASONS: dict[FinishReason, str] = {
 
 
 def to_chat_request(body: MessagesRequest) -> ChatRequest:
-    system = _system(body.system)
     tool_choice, parallel = _tool_choice(body.tool_choice)
-    messages = tuple(converted for message in body.messages for converted in _messages(message))
     return ChatRequest(
-        messages=system + messages,
-        tools=tuple(
-            ToolSpec(
-                name=t.name,
-                description=t.description or "",
-                parameters=t.input_schema,
-                cache_control=_cache(t.cache_control),
-            )
-            for t in body.tools or ()
-        ),
+        messages=_conversation(body),
+        tools=_tools(body),
         tool_choice=tool_choice,
         parallel_tool_calls=parallel,
         params=SamplingParams(
@@ -79,9 +74,32 @@ def to_chat_request(body: MessagesRequest) -> ChatRequest:
             max_tokens=body.max_tokens,
             stop=tuple(body.stop_sequences or ()),
             user=body.metadata.user_id if body.metadata else None,
-            reasoning=_reasoning(body.thinking),
+            reasoning=_reasoning(body.thinking, body.output_config),
         ),
         cache_control=_cache(body.cache_control),
+    )
+
+
+def counted_request(body: CountTokensRequest) -> ChatRequest:
+    """What ``/v1/messages/count_tokens`` counts: the conversation and its tools."""
+    return ChatRequest(messages=_conversation(body), tools=_tools(body))
+
+
+def _conversation(body: CountTokensRequest) -> tuple[Message, ...]:
+    messages = tuple(converted for message in body.messages for converted in _messages(message))
+    return _system(body.system) + messages
+
+
+def _tools(body: CountTokensRequest) -> tuple[ToolSpec, ...]:
+    return tuple(
+        ToolSpec(
+            name=t.name,
+            description=t.description or "",
+            parameters=t.input_schema,
+            cache_control=_cache(t.cache_control),
+        )
+        for t in body.tools or ()
+        if not t.defer_loading
     )
 
 
@@ -89,12 +107,17 @@ def _cache(cache: CacheControlIn | None) -> CacheControl | None:
     return None if cache is None else CacheControl(cache.type, cache.ttl)
 
 
-def _reasoning(thinking: ThinkingIn | None) -> Reasoning | None:
-    if thinking is None or thinking.type == "disabled":
+def _reasoning(thinking: ThinkingIn | None, output: OutputConfig | None) -> Reasoning | None:
+    """``thinking`` and ``output_config.effort`` as one request: an effort reaches OpenAI models
+    as their ``reasoning_effort`` (Anthropic's ``max`` is OpenAI's ``xhigh``)."""
+    effort = None if output is None else output.effort
+    wire_effort: ReasoningEffort | None = "xhigh" if effort == "max" else effort
+    if isinstance(thinking, ThinkingDisabled) or (thinking is None and wire_effort is None):
         return None
     if isinstance(thinking, ThinkingEnabled):
-        return Reasoning(budget_tokens=thinking.budget_tokens)
-    return Reasoning()  # adaptive: the model decides
+        return Reasoning(effort=wire_effort, budget_tokens=thinking.budget_tokens)
+    # Adaptive, or an effort alone; without an effort the model decides how much.
+    return Reasoning(effort=wire_effort)
 
 
 def _system(system: str | list[TextBlock] | None) -> tuple[Message, ...]:
@@ -129,6 +152,11 @@ def _named_choice(choice: ToolChoiceAuto | ToolChoiceAny | ToolChoiceTool) -> To
 def _messages(message: MessageIn) -> Iterator[Message]:
     if isinstance(message, AssistantMessageIn):
         yield _assistant(message)
+        return
+    if isinstance(message, SystemMessageIn):
+        # Kept in its place: providers that take system messages only up front (Anthropic's
+        # without the beta) get them gathered by their adapter.
+        yield from _system(message.content)
         return
     assert isinstance(message, UserMessageIn)
     if isinstance(message.content, str):

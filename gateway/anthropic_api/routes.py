@@ -1,7 +1,9 @@
-"""``POST /v1/messages``: the Anthropic Messages API over every model in the registry."""
+"""``POST /v1/messages``: the Anthropic Messages API over every model in the registry, and
+``POST /v1/messages/count_tokens`` to size a request before sending it."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from functools import partial
 
@@ -9,11 +11,14 @@ from fastapi import APIRouter
 from starlette.responses import Response
 
 from gateway import sse
-from gateway.anthropic_api.convert import message_json, to_chat_request
+from gateway.anthropic_api.convert import counted_request, message_json, to_chat_request
 from gateway.anthropic_api.errors import AnthropicRoute
-from gateway.anthropic_api.schemas import MessagesRequest
+from gateway.anthropic_api.schemas import CountTokensRequest, MessagesRequest
 from gateway.anthropic_api.stream import MessageWriter
-from gateway.chat_route import ChatApi, serve_chat
+from gateway.auth import CurrentPrincipal, ServicesDep, authorize_model
+from gateway.chat_route import ChatApi, require_chat_model, serve_chat
+from gateway.responses import json_response
+from llm_service.token_count import input_tokens
 
 router = APIRouter(prefix="/v1", tags=["anthropic"], route_class=AnthropicRoute)
 
@@ -50,6 +55,20 @@ create_message = partial(serve_chat, api=MESSAGES)
 async def create_message_declared(body: MessagesRequest) -> Response:
     """Declares the route, its body and its error shape; ``create_message`` serves every request."""
     raise AssertionError("POST /v1/messages is a hot route: create_message serves it")
+
+
+@router.post("/messages/count_tokens", name="count_message_tokens", response_model=None)
+async def count_message_tokens(
+    body: CountTokensRequest, principal: CurrentPrincipal, services: ServicesDep
+) -> Response:
+    """The request's input tokens (``{"input_tokens": n}``), for any chat model this key may use.
+
+    Nothing is sent to the model and nothing is charged; the count is Claude's tokenizer's, an
+    estimate for other models (``llm_service.token_count``)."""
+    require_chat_model(authorize_model(services, principal, body.model))
+    # Tokenizing a long conversation takes milliseconds of CPU: off the event loop.
+    count = await asyncio.to_thread(input_tokens, counted_request(body))
+    return json_response({"input_tokens": count})
 
 
 HOT_ROUTES = {("POST", "/v1/messages"): create_message}

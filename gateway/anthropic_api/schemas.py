@@ -91,7 +91,17 @@ class AssistantMessageIn(_Model):
     content: str | list[AssistantBlock]
 
 
-MessageIn = Annotated[UserMessageIn | AssistantMessageIn, Field(discriminator="role")]
+class SystemMessageIn(_Model):
+    """A system message inside ``messages``: Anthropic's mid-conversation system messages, which
+    Claude Code sends (instructions that change during a session, after the first turn)."""
+
+    role: Literal["system"]
+    content: str | list[TextBlock]
+
+
+MessageIn = Annotated[
+    UserMessageIn | AssistantMessageIn | SystemMessageIn, Field(discriminator="role")
+]
 
 
 class ToolIn(_Cacheable):
@@ -100,6 +110,8 @@ class ToolIn(_Cacheable):
     name: str = Field(min_length=1, max_length=128)
     description: str | None = None
     input_schema: dict[str, Any]
+    # Loaded only once the model searches for it (Anthropic's tool search): not offered up front.
+    defer_loading: bool | None = None
 
 
 class ToolChoiceAuto(_Model):
@@ -145,17 +157,29 @@ ThinkingIn = Annotated[
 ]
 
 
+class OutputConfig(_Model):
+    """``output_config``: how much effort the model spends (``format`` is not carried yet)."""
+
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+
+
 class Metadata(_Model):
     user_id: str | None = None
 
 
-class MessagesRequest(_Model):
+class CountTokensRequest(_Model):
+    """``POST /v1/messages/count_tokens``: a message request without its output settings."""
+
     model: str = Field(min_length=1)
-    max_tokens: int = Field(ge=1)
     messages: list[MessageIn] = Field(min_length=1)
     system: str | list[TextBlock] | None = None
     tools: list[ToolIn] | None = None
     tool_choice: ToolChoiceIn | None = None
+    thinking: ThinkingIn | None = None
+
+
+class MessagesRequest(CountTokensRequest):
+    max_tokens: int = Field(ge=1)
     stop_sequences: list[str] | None = None
     temperature: float | None = Field(None, ge=0, le=1)
     top_p: float | None = Field(None, ge=0, le=1)
@@ -163,6 +187,6 @@ class MessagesRequest(_Model):
     top_k: int | None = Field(None, ge=0)
     metadata: Metadata | None = None
     stream: bool = False
-    thinking: ThinkingIn | None = None
+    output_config: OutputConfig | None = None
     # Automatic caching: a breakpoint on the last cacheable block.
     cache_control: CacheControlIn | None = None

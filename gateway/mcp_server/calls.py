@@ -26,7 +26,7 @@ from chat_service.executor import ToolExecutor
 from chat_service.store import ConversationStore
 from chat_service.tool_call_view import CallState, ToolCallView, arguments_hash
 from chat_service.tool_calls import ToolCallStore
-from chat_service.transitions import Outcome, Settle
+from chat_service.transitions import Cancel, Outcome, Settle
 from db.base import utcnow
 from db.models import Conversation, ToolCallRecord
 from governance import ToolGovernance
@@ -34,7 +34,8 @@ from llm_service.types import ToolCall
 
 # The conversation's model: these calls came from an MCP client, not from a model.
 MCP_MODEL = "mcp"
-_RESUMABLE = (CallState.AWAITING_APPROVAL.value, CallState.APPROVED.value)
+_WAITING = (CallState.AWAITING_APPROVAL, CallState.APPROVED)  # not yet running
+_RESUMABLE = tuple(state.value for state in _WAITING)
 CANCELLED = "The MCP client cancelled the call (or went away) while it ran."
 # Hears the tool server's progress while the call runs here (forwarded to the MCP client).
 OnProgress = Callable[[ToolCallProgress], Awaitable[None]]
@@ -114,6 +115,32 @@ class GovernedCalls:
 
     async def get(self, record_id: str) -> ToolCallView | None:
         return await self._calls.get(record_id)
+
+    async def cancel_waiting(self, call: ToolCallView, principal: Principal) -> ToolCallView | None:
+        """Settles a call that has not started running as ``cancelled`` (``tasks/cancel``);
+        None when it is not waiting, or moved on meanwhile (it started, or was decided)."""
+        if call.state not in _WAITING:
+            return None
+        cancel = Cancel(from_state=call.state, at=utcnow(), actor_key_id=principal.key_id)
+        return await self._calls.move(call.record_id, cancel)
+
+    async def owned_page(self, principal: Principal, offset: int, limit: int) -> list[ToolCallView]:
+        """This key's MCP calls, newest first (``tasks/list``)."""
+        query = (
+            select(ToolCallRecord.id)
+            .join(Conversation, Conversation.id == ToolCallRecord.conversation_id)
+            .where(
+                Conversation.model == MCP_MODEL,
+                ToolCallRecord.requested_by_key_id == principal.key_id,
+            )
+            .order_by(ToolCallRecord.created_at.desc(), ToolCallRecord.id.desc())
+            .offset(offset)
+            .limit(limit)
+        )
+        async with self._sessions() as session:
+            record_ids = list(await session.scalars(query))
+        calls = [await self._calls.get(record_id) for record_id in record_ids]
+        return [call for call in calls if call is not None]
 
     async def owned(self, record_id: str, principal: Principal) -> ToolCallView | None:
         """The call of this record when this key made it over MCP (a model's calls in a

@@ -4,15 +4,17 @@ A stateless request knows nothing of the others, so a client's ``notifications/c
 arrives on a fresh connection: it is matched here to the call this replica runs for the same
 key under that request id. Two clients of one key may use the same id at once; such an
 ambiguous cancellation is ignored rather than guessed (the call still stops when its client
-goes away). A cancellation that reaches another replica finds nothing here and does nothing.
+goes away). A cancellation that finds no such call here may be for a call another replica runs:
+it is relayed to every replica (``CancelRelay``; through Redis when ``redis_url`` is set, which
+a deployment of several replicas has for its shared limits).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from typing import Any, Protocol
 
 
 def cancel_once(work: asyncio.Task[Any]) -> None:
@@ -39,11 +41,31 @@ class InFlight:
             else:
                 self._calls.pop(slot, None)
 
-    def cancel(self, key_id: int, request_id: object) -> bool:
-        """Cancels the one call running under this key and request id; False when there is
-        none, or more than one."""
+    def cancel(self, key_id: int, request_id: object) -> int:
+        """Cancels the one call running under this key and request id; how many run under
+        them (none cancelled unless exactly one)."""
         running = self._calls.get((key_id, str(request_id)), [])
-        if len(running) != 1:
-            return False
-        cancel_once(running[0])
-        return True
+        if len(running) == 1:
+            cancel_once(running[0])
+        return len(running)
+
+
+class CancelRelay(Protocol):
+    """Carries a cancellation to the other replicas; each stops the call if it runs it."""
+
+    async def publish(self, key_id: int, request_id: object) -> None: ...
+
+    def listening(self) -> AbstractAsyncContextManager[None]:
+        """Hears the other replicas' cancellations while the block runs."""
+        ...
+
+
+class NoRelay:
+    """One replica (no ``redis_url``): there is nobody to tell."""
+
+    async def publish(self, key_id: int, request_id: object) -> None:
+        return None
+
+    @asynccontextmanager
+    async def listening(self) -> AsyncIterator[None]:
+        yield

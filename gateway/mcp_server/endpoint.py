@@ -59,7 +59,7 @@ class McpEndpoint:
             stateless=True,
             max_request_body_size=services.settings.max_request_bytes,
         )
-        async with manager.run():
+        async with handlers.relay.listening(), manager.run():
             self._manager = manager
             try:
                 yield

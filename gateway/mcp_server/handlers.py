@@ -18,10 +18,11 @@ from accounts.usage import UsageEntry
 from chat_service.events import ToolCallProgress
 from chat_service.tool_call_view import SETTLED, CallState, ToolCallView
 from gateway.mcp_server.calls import CANCELLED, GovernedCalls, OnProgress
-from gateway.mcp_server.cancellation import InFlight, cancel_once
+from gateway.mcp_server.cancellation import CancelRelay, InFlight, NoRelay, cancel_once
 from gateway.mcp_server.listing import mcp_tools
 from gateway.mcp_server.waiting import wait_for_decision
 from gateway.services import Services
+from gateway.settings import Settings
 
 # Where a call's result names the gateway's record of it (the id approvals and audit use).
 RESULT_META_KEY = "llm-gateway/tool_call"
@@ -66,6 +67,8 @@ class McpHandlers:
         )
         self._running: set[asyncio.Task[types.CallToolResult]] = set()  # kept till done
         self._in_flight = InFlight()
+        self.relay = _relay(services.settings, self._in_flight)
+        self._relaying: set[asyncio.Future[None]] = set()  # publishes under way, kept till done
 
     async def cancellations(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -73,8 +76,13 @@ class McpHandlers:
         """A middleware: a client's ``notifications/cancelled`` stops its call here."""
         if ctx.method == "notifications/cancelled" and isinstance(ctx.params, Mapping):
             request_id = ctx.params.get("requestId")
-            if request_id is not None:
-                self._in_flight.cancel(caller_of(ctx).principal.key_id, request_id)
+            key_id = caller_of(ctx).principal.key_id
+            if request_id is not None and self._in_flight.cancel(key_id, request_id) == 0:
+                # Another replica may run it. Detached: a stateless transport ends (and cancels)
+                # a notification's handling as soon as it has answered 202.
+                relayed = asyncio.ensure_future(self.relay.publish(key_id, request_id))
+                self._relaying.add(relayed)
+                relayed.add_done_callback(self._relaying.discard)
         return await call_next(ctx)
 
     async def list_tools(
@@ -191,6 +199,15 @@ class McpHandlers:
                 error_type=call.state.value if failed else None,
             )
         )
+
+
+def _relay(settings: Settings, in_flight: InFlight) -> CancelRelay:
+    if not settings.redis_url:
+        return NoRelay()
+    # Imported only when configured: the Redis client is tens of MB of resident memory.
+    from gateway.mcp_server.redis_relay import RedisCancelRelay
+
+    return RedisCancelRelay(settings.redis_url, settings.redis_key_prefix, in_flight)
 
 
 def _meta(call: ToolCallView) -> dict[str, Any]:

@@ -8,6 +8,11 @@ The task is the tool call's own record (task id = ``record_id``), so it needs no
 own and any replica answers for it. Approved, the call runs at the next look at the task
 (``tasks/get`` or ``tasks/result``, whichever replica takes it; the executor runs it once); it
 completes with the tool's result, or fails when rejected, expired or refused by policy.
+
+``tasks/list`` pages through the key's own MCP calls, newest first. ``tasks/cancel`` settles a
+call still waiting (for its approval, or approved and not yet run) as ``cancelled``, on any
+replica; a call already running is stopped only by the replica running it (it then fails, its
+result saying it was cancelled: the tool server may have acted), others refuse.
 """
 
 from __future__ import annotations
@@ -24,13 +29,15 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from chat_service.tool_call_view import SETTLED, CallState, ToolCallView
+from gateway.mcp_server.cancellation import cancel_once
 from gateway.mcp_server.config import McpServerSettings
 from gateway.mcp_server.handlers import McpHandlers, caller_of, result_of
 
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 # The call never ran: the task failed. Any other settled call completed, its result telling how.
 _FAILED = frozenset({CallState.REJECTED, CallState.EXPIRED, CallState.DENIED_BY_POLICY})
-_CAPABILITY: dict[str, Any] = {"requests": {"tools": {"call": {}}}}
+_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+LIST_PAGE = 50
 
 
 class McpTasks:
@@ -43,6 +50,8 @@ class McpTasks:
         server.middleware.append(self._middleware)
         server.add_request_handler("tasks/get", types.GetTaskRequestParams, self._get)
         server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, self._result)
+        server.add_request_handler("tasks/list", types.PaginatedRequestParams, self._list)
+        server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, self._cancel)
 
     async def _middleware(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -80,13 +89,46 @@ class McpTasks:
         while call.state not in SETTLED:
             running = self._runs.get(call.record_id)
             if running is not None:
-                call = await asyncio.shield(running)
+                # Waited on, never cancelled from here: the run is the task's, not this request's.
+                await asyncio.wait([running])
+                call = await self._owned(ctx, params.task_id)
                 continue
             await asyncio.sleep(self._settings.approval_poll_seconds)
             call = await self._advance(await self._owned(ctx, params.task_id))
         result = result_of(call).model_dump(by_alias=True, mode="json", exclude_none=True)
         result.setdefault("_meta", {})[RELATED_TASK] = {"taskId": call.record_id}
         return result
+
+    async def _list(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> dict[str, Any]:
+        offset = _offset(params.cursor if params is not None else None)
+        principal = caller_of(ctx).principal
+        calls = await self._handlers.calls.owned_page(principal, offset, LIST_PAGE + 1)
+        listed: dict[str, Any] = {"tasks": [self._wire(call) for call in calls[:LIST_PAGE]]}
+        if len(calls) > LIST_PAGE:
+            listed["nextCursor"] = str(offset + LIST_PAGE)
+        return listed
+
+    async def _cancel(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CancelTaskRequestParams
+    ) -> dict[str, Any]:
+        call = await self._owned(ctx, params.task_id)
+        _refuse_settled(call)
+        cancelled = await self._handlers.calls.cancel_waiting(call, caller_of(ctx).principal)
+        if cancelled is not None:
+            return self._wire(cancelled)
+        running = self._runs.get(call.record_id)
+        if running is not None:
+            cancel_once(running)
+            await asyncio.wait([running])  # it settles (failed) as its run ends
+            return self._wire(await self._owned(ctx, params.task_id))
+        _refuse_settled(await self._owned(ctx, params.task_id))  # it settled meanwhile
+        raise MCPError(
+            code=types.INVALID_PARAMS,
+            message=f"Task `{call.record_id}` is running on another replica: it cannot be "
+            "cancelled from here.",
+        )
 
     async def _owned(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> ToolCallView:
         call = await self._handlers.calls.owned(task_id, caller_of(ctx).principal)
@@ -117,7 +159,25 @@ class McpTasks:
         return wire
 
 
+def _refuse_settled(call: ToolCallView) -> None:
+    if call.state in SETTLED:
+        raise MCPError(
+            code=types.INVALID_PARAMS,
+            message=f"Task `{call.record_id}` is already {_status(call)}: it cannot be cancelled.",
+        )
+
+
+def _offset(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor.")
+    return int(cursor)
+
+
 def _status(call: ToolCallView) -> types.TaskStatus:
+    if call.state is CallState.CANCELLED:
+        return "cancelled"
     if call.state in _FAILED:
         return "failed"
     return "completed" if call.state in SETTLED else "working"

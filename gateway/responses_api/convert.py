@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from gateway.responses_api.reasoning import reasoning_item, thinking_of
@@ -37,38 +39,77 @@ from llm_service.types import (
 
 _EMPTY_OBJECT_SCHEMA: JSON = {"type": "object", "properties": {}}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+# A namespace's tool as the model sees it: ``multi_agent__spawn_agent``.
+NAMESPACE_JOIN = "__"
 
 
 def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(24)}"
 
 
-def tool_specs(body: ResponsesRequest, mapped: dict[int, ToolSpec]) -> tuple[ToolSpec, ...]:
+def tool_specs(body: ResponsesRequest, mapped: dict[int, ToolSpec | None]) -> tuple[ToolSpec, ...]:
     """The request's tools; ``mapped`` holds the MCP tool each built-in one stands for
-    (``builtin_tools.py``), which refuses the others by name first."""
-    specs = []
+    (``builtin_tools.py``; None: not offered). A namespace's tools are offered under their
+    joined names (``namespace__name``), and calls to them come back split (``namespaces``)."""
+    specs: list[ToolSpec] = []
     for index, tool in enumerate(body.tools or ()):
+        where = f"tools[{index}]"
         if index in mapped:
-            specs.append(mapped[index])
-            continue
-        name = tool.get("name")
-        if not isinstance(name, str) or not name:
-            raise InvalidRequest("A function tool needs a `name`.", param=f"tools[{index}].name")
-        parameters = tool.get("parameters")
-        if not isinstance(parameters, dict):
-            parameters = dict(_EMPTY_OBJECT_SCHEMA)
-        specs.append(
-            ToolSpec(
-                name=name,
-                description=str(tool.get("description") or ""),
-                parameters=parameters,
-            )
-        )
+            spec = mapped[index]
+            specs.extend(() if spec is None else (spec,))
+        elif tool.get("type") == "namespace":
+            specs.extend(_namespace_specs(tool, where))
+        else:
+            specs.append(_function_spec(tool, where))
     names = [spec.name for spec in specs]
     for name in names:
         if names.count(name) > 1:
             raise InvalidRequest(f"Two tools are named `{name}`.", param="tools")
     return tuple(specs)
+
+
+def _function_spec(tool: JSON, where: str) -> ToolSpec:
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidRequest("A function tool needs a `name`.", param=f"{where}.name")
+    parameters = tool.get("parameters")
+    if not isinstance(parameters, dict):
+        parameters = dict(_EMPTY_OBJECT_SCHEMA)
+    return ToolSpec(
+        name=name, description=str(tool.get("description") or ""), parameters=parameters
+    )
+
+
+def _namespace_specs(tool: JSON, where: str) -> list[ToolSpec]:
+    namespace = _required_str(tool, "name", where)
+    members = tool.get("tools")
+    if not isinstance(members, list):
+        raise InvalidRequest("A namespace lists its `tools`.", param=f"{where}.tools")
+    specs = []
+    for index, member in enumerate(members):
+        at = f"{where}.tools[{index}]"
+        if not isinstance(member, dict) or member.get("type", "function") != "function":
+            raise InvalidRequest("A namespace groups `function` tools.", param=at)
+        spec = _function_spec(member, at)
+        specs.append(replace(spec, name=joined_name(namespace, spec.name)))
+    return specs
+
+
+def joined_name(namespace: str | None, name: str) -> str:
+    return name if namespace is None else f"{namespace}{NAMESPACE_JOIN}{name}"
+
+
+def namespaces(body: ResponsesRequest) -> dict[str, tuple[str, str]]:
+    """Each namespaced tool's joined name -> its namespace and its own name."""
+    split: dict[str, tuple[str, str]] = {}
+    for tool in body.tools or ():
+        namespace = tool.get("name")
+        if tool.get("type") != "namespace" or not isinstance(namespace, str):
+            continue
+        for member in tool.get("tools") or ():
+            if isinstance(member, dict) and isinstance(name := member.get("name"), str):
+                split[joined_name(namespace, name)] = (namespace, name)
+    return split
 
 
 def response_format(body: ResponsesRequest) -> ResponseFormat | None:
@@ -139,7 +180,9 @@ class _ItemReader:
 
     def _call(self, item: JSON, where: str) -> None:
         call_id = _required_str(item, "call_id", where)
+        namespace = item.get("namespace")
         name = _required_str(item, "name", where)
+        name = joined_name(namespace if isinstance(namespace, str) else None, name)
         arguments = item.get("arguments", "")
         call = tool_call(call_id, name, arguments if isinstance(arguments, str) else "")
         self._tool_names[call_id] = name
@@ -251,24 +294,35 @@ def output_text_part(text: str) -> JSON:
 
 
 def function_call_item(
-    item_id: str, call_id: str, name: str, arguments: str, status: str = "completed"
+    item_id: str,
+    call_id: str,
+    name: str,
+    arguments: str,
+    status: str = "completed",
+    *,
+    split: Mapping[str, tuple[str, str]] | None = None,
 ) -> JSON:
-    return {
+    """A call item; ``split`` names a namespaced tool's call as the caller declared it."""
+    namespace, own_name = (split or {}).get(name, (None, name))
+    item = {
         "id": item_id,
         "type": "function_call",
         "call_id": call_id,
-        "name": name,
+        "name": own_name,
         "arguments": arguments,
         "status": status,
     }
+    return item if namespace is None else {**item, "namespace": namespace}
 
 
-def output_items(response: ChatResponse) -> list[JSON]:
+def output_items(response: ChatResponse, body: ResponsesRequest) -> list[JSON]:
     items = [reasoning_item(new_id("rs"), t) for t in response.message.thinking]
     if response.message.content:
         items.append(message_item(new_id("msg"), response.message.content))
+    split = namespaces(body)
     for call in response.message.tool_calls:
-        items.append(function_call_item(new_id("fc"), call.id, call.name, arguments_json(call)))
+        arguments = arguments_json(call)
+        items.append(function_call_item(new_id("fc"), call.id, call.name, arguments, split=split))
     return items
 
 
@@ -315,7 +369,7 @@ def whole_response_json(response: ChatResponse, response_id: str, body: Response
     return response_json(
         response_id,
         body,
-        output=output_items(response),
+        output=output_items(response, body),
         usage=response.usage,
         incomplete=response.finish_reason == "length",
     )
@@ -330,7 +384,9 @@ def output_messages(output: list[JSON]) -> list[Message]:
         for part in item.get("content") or ()
     )
     calls = tuple(
-        tool_call(item["call_id"], item["name"], item["arguments"])
+        tool_call(
+            item["call_id"], joined_name(item.get("namespace"), item["name"]), item["arguments"]
+        )
         for item in output
         if item.get("type") == "function_call"
     )

@@ -12,7 +12,8 @@ usage with reasoning and cached tokens. The gateway keeps what makes it the gate
 - The Response the caller gets has the gateway's id, the alias as ``model``, and the caller's
   ``store``, ``previous_response_id`` and ``tools``; streamed events are relayed as they come,
   their ``sequence_number`` included, with the response they carry rewritten the same way.
-- Built-in tools mapped to MCP tools (``builtin_tools.py``) are sent as those function tools.
+- Built-in tools mapped to MCP tools (``builtin_tools.py``) are sent as those function tools;
+  unmapped ones are not sent (OpenAI would run them, outside the gateway's policy).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def upstream_call(
     body: ResponsesRequest,
     history: list[JSON],
     this_input: list[JSON],
-    mapped: dict[int, ToolSpec],
+    mapped: dict[int, ToolSpec | None],
     convert_schema: SchemaConverter,
 ) -> ResponsesCall:
     """The body sent upstream: the caller's, with the stored history, then this input, as its
@@ -49,12 +50,21 @@ def upstream_call(
     replayable = [item for item in history if not _unreplayable(item)]
     sent["input"] = [*replayable, *this_input]
     if body.tools:
-        sent["tools"] = [
-            _function(mapped[index], convert_schema) if index in mapped else tool
-            for index, tool in enumerate(body.tools)
-        ]
+        sent["tools"] = _sent_tools(body.tools, mapped, convert_schema)
     sent["store"] = False
     return ResponsesCall(sent)
+
+
+def _sent_tools(
+    tools: list[JSON], mapped: dict[int, ToolSpec | None], convert_schema: SchemaConverter
+) -> list[JSON]:
+    sent = []
+    for index, tool in enumerate(tools):
+        if index not in mapped:
+            sent.append(tool)
+        elif (spec := mapped[index]) is not None:
+            sent.append(_function(spec, convert_schema))
+    return sent
 
 
 def _unreplayable(item: JSON) -> bool:

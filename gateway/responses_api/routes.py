@@ -49,6 +49,7 @@ from llm_service.types import (
     JSON,
     ChatRequest,
     Message,
+    Reasoning,
     ResponseFormat,
     SamplingParams,
     SystemMessage,
@@ -146,7 +147,7 @@ async def _passed_through(
     services: Services,
     principal: Principal,
     turn: _Turn,
-    mapped: dict[int, ToolSpec],
+    mapped: dict[int, ToolSpec | None],
     context: RequestContext,
 ) -> Response:
     body = turn.body
@@ -230,8 +231,14 @@ def _chat_request(
             max_tokens=body.max_output_tokens,
             response_format=structured,
             user=body.user,
+            reasoning=_reasoning(body),
         ),
     )
+
+
+def _reasoning(body: ResponsesRequest) -> Reasoning | None:
+    effort = body.reasoning.effort if body.reasoning is not None else None
+    return None if effort is None else Reasoning(effort=effort)
 
 
 async def _stored_first(

@@ -37,6 +37,13 @@ class TextConfig(_Model):
     format: TextFormat | None = None
 
 
+class ReasoningConfig(_Model):
+    """``reasoning``: its ``effort`` reaches a translated model as its reasoning option
+    (``summary`` and the rest are for OpenAI's own models, which get the field as sent)."""
+
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+
+
 class FunctionToolChoice(_Model):
     type: Literal["function"]
     name: str = Field(min_length=1)
@@ -59,6 +66,7 @@ class ResponsesRequest(_Model):
     user: str | None = None
     text: TextConfig | None = None
     include: list[str] | None = None
+    reasoning: ReasoningConfig | None = None
 
     def echoed(self, field: str) -> Any:
         """A field as the caller sent it, for the Response object's echo."""

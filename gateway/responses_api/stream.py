@@ -5,7 +5,8 @@ then for a message ``response.content_part.added`` and ``response.output_text.de
 function call ``response.function_call_arguments.delta``...; at the end each item's closing
 events (``response.output_text.done``, ``response.content_part.done`` /
 ``response.function_call_arguments.done``, ``response.output_item.done``) in output order, then
-``response.completed`` with the whole response. Every event carries a ``sequence_number``.
+``response.completed`` with the whole response. Every event carries a ``sequence_number``. A
+call's ``.done`` arguments are its deltas joined, byte for byte.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from gateway.errors import report_of
 from gateway.responses_api.convert import (
     function_call_item,
     message_item,
+    namespaces,
     new_id,
     output_text_part,
     response_json,
@@ -34,6 +36,7 @@ from llm_service.types import JSON, ChatResponse, TextDelta, Thinking, ThinkingD
 class _Item:
     output_index: int
     item_id: str
+    arguments: str = ""  # a call's argument deltas so far: its ``.done`` repeats them exactly
 
 
 @dataclass
@@ -52,6 +55,10 @@ class ResponseWriter:
     thinking_open: bool = False  # the last reasoning item still takes text
     count: int = 0
     final: JSON | None = None
+    split: dict[str, tuple[str, str]] = field(init=False)  # namespaced tools' joined names
+
+    def __post_init__(self) -> None:
+        self.split = namespaces(self.body)
 
     def _event(self, kind: str, payload: JSON) -> bytes:
         event = {"type": kind, "sequence_number": self.sequence, **payload}
@@ -128,12 +135,15 @@ class ResponseWriter:
         if item is None:
             self.calls[index] = item = self._open()
             item.item_id = new_id("fc")
-            added = function_call_item(item.item_id, call_id or "", name or "", "", "in_progress")
+            added = function_call_item(
+                item.item_id, call_id or "", name or "", "", "in_progress", split=self.split
+            )
             opened = self._event(
                 "response.output_item.added", {"output_index": item.output_index, "item": added}
             )
         if not arguments:
             return opened
+        item.arguments += arguments
         return opened + self._event(
             "response.function_call_arguments.delta",
             {"item_id": item.item_id, "output_index": item.output_index, "delta": arguments},
@@ -160,7 +170,11 @@ class ResponseWriter:
             closing.append(self._message_done(text))
         for index, call in enumerate(response.message.tool_calls):
             item = self.calls[index]
-            final = function_call_item(item.item_id, call.id, call.name, arguments_json(call))
+            # The deltas as sent, not the arguments re-serialized: clients compare the two.
+            arguments = item.arguments or arguments_json(call)
+            final = function_call_item(
+                item.item_id, call.id, call.name, arguments, split=self.split
+            )
             closing.append((item.output_index, final))
         closing.sort(key=lambda entry: entry[0])
         output = []

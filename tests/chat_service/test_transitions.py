@@ -15,6 +15,7 @@ from chat_service.tool_call_view import EDGES, CallState, Edge, ToolCallView, dr
 from chat_service.tool_calls import Proposal, ToolCallStore
 from chat_service.transitions import (
     Approve,
+    Cancel,
     Decision,
     Deny,
     Expire,
@@ -62,6 +63,7 @@ MAKE: dict[Edge, Callable[[CallState, CallState], Transition]] = {
     Edge.SETTLE: lambda _, target: Settle(ended=_ended(target)),
     Edge.TIME_OUT: lambda _, target: TimeOut(ended=_ended(target)),
     Edge.LOSE: lambda _, target: Lose(ended=_ended(target)),
+    Edge.CANCEL: lambda source, _: Cancel(from_state=source, at=AT, actor_key_id=1),
 }
 
 

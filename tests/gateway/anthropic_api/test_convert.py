@@ -14,6 +14,7 @@ from llm_service.types import (
     FinishReason,
     ImagePart,
     NamedToolChoice,
+    Reasoning,
     SystemMessage,
     TextPart,
     Thinking,
@@ -152,3 +153,63 @@ def test_response_becomes_a_message(finish: FinishReason, stop_reason: str) -> N
             "cache_read_input_tokens": 0,
         },
     }
+
+
+def test_a_system_message_inside_messages_stays_in_its_place() -> None:
+    chat = to_chat_request(
+        request(
+            system="first",
+            messages=[
+                {"role": "user", "content": "q"},
+                {"role": "system", "content": [{"type": "text", "text": "now terse"}]},
+                {"role": "user", "content": "again"},
+            ],
+        )
+    )
+
+    assert chat.messages == (
+        SystemMessage("first"),
+        UserMessage("q"),
+        SystemMessage("now terse"),
+        UserMessage("again"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "reasoning"),
+    [
+        ({"thinking": {"type": "adaptive"}}, Reasoning()),
+        (
+            {"thinking": {"type": "adaptive"}, "output_config": {"effort": "high"}},
+            Reasoning("high"),
+        ),
+        ({"output_config": {"effort": "max"}}, Reasoning("xhigh")),
+        (
+            {
+                "thinking": {"type": "enabled", "budget_tokens": 2048},
+                "output_config": {"effort": "low"},
+            },
+            Reasoning("low", 2048),
+        ),
+        ({"thinking": {"type": "disabled"}, "output_config": {"effort": "high"}}, None),
+        ({}, None),
+    ],
+)
+def test_thinking_and_effort_become_one_reasoning_request(
+    fields: dict[str, Any], reasoning: Reasoning | None
+) -> None:
+    assert to_chat_request(request(**fields)).params.reasoning == reasoning
+
+
+def test_deferred_tools_are_not_offered_up_front() -> None:
+    schema = {"type": "object"}
+    chat = to_chat_request(
+        request(
+            tools=[
+                {"name": "Read", "input_schema": schema},
+                {"name": "Later", "input_schema": schema, "defer_loading": True},
+            ]
+        )
+    )
+
+    assert [tool.name for tool in chat.tools] == ["Read"]

@@ -113,7 +113,7 @@ def test_missing_max_tokens_is_400_naming_the_field(stack: AnthropicStack) -> No
 def test_bad_bodies_raise_bad_request(stack: AnthropicStack) -> None:
     client = stack.client()
     bad_messages: list[Any] = [
-        [{"role": "system", "content": "x"}],
+        [{"role": "tool", "content": "x"}],  # a system message here is Anthropic's beta, and valid
         [{"role": "user", "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {}}]}],
         [{"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": "t"}]}],
         [],

@@ -425,3 +425,35 @@ def test_an_image_in_a_tool_result_reaches_an_openai_model_after_the_results(
             "type": "image_url",
             "image_url": {"url": f"data:image/png;base64,{RADAR}"},
         }
+
+
+def test_claude_codes_first_request_reaches_an_openai_model(
+    stack: AnthropicStack, fresh_fake: FakeOpenAI
+) -> None:
+    """Claude Code sends a system message inside ``messages`` and asks for adaptive thinking at
+    an effort, under its beta headers and ``?beta=true``."""
+    fresh_fake.queue(FakeReply(text="Hello"))
+
+    message = stack.client().beta.messages.create(
+        model="gpt",
+        max_tokens=4000,
+        system=[
+            {"type": "text", "text": "You are an agent.", "cache_control": {"type": "ephemeral"}}
+        ],
+        messages=[
+            {"role": "user", "content": [{"type": "text", "text": "say hi"}]},
+            {"role": "system", "content": [{"type": "text", "text": "# Environment"}]},  # type: ignore[list-item]
+        ],
+        thinking={"type": "adaptive"},
+        betas=["claude-code-20250219", "effort-2025-11-24"],
+        extra_body={"output_config": {"effort": "high"}, "context_management": {"edits": []}},
+    )
+
+    assert [block.type for block in message.content] == ["text"]
+    sent = fresh_fake.requests[0]
+    assert [(m["role"], m["content"]) for m in sent["messages"]] == [
+        ("system", "You are an agent."),
+        ("user", [{"type": "text", "text": "say hi"}]),
+        ("system", "# Environment"),
+    ]
+    assert sent["reasoning_effort"] == "high"

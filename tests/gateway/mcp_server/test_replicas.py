@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import uuid
 from contextlib import ExitStack
 from typing import Any
 
 import anyio
 import httpx2
 import mcp_types as types
+import pytest
+import redis
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.gateway.mcp_server.conftest import Desk, gateway_settings, record_of, text_of
+from tests.support.databases import IN_CI
 from tests.support.gateway import create_key, running_gateway
 
 
@@ -99,3 +103,60 @@ def test_a_session_spans_two_replicas_and_outlives_one(
         balancer.only = 0
         survived = anyio.run(through, balancer, key, after_restart)
         assert text_of(survived) == "failover: a thing"
+
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def _redis_or_skip() -> None:
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
+    except redis.RedisError:
+        if IN_CI:
+            raise
+        pytest.skip("Redis is not running on 127.0.0.1:6379")
+
+
+def test_a_cancellation_reaching_another_replica_stops_the_call(
+    database_url: str, desk: tuple[Desk, str]
+) -> None:
+    """The call runs on the first replica; the client's ``notifications/cancelled`` (a request
+    of its own, stateless) lands on the second, which relays it through Redis."""
+    _redis_or_skip()
+    server, desk_url = desk
+    # Its own channel: other gateways on this Redis hear nothing of it.
+    settings = {
+        **gateway_settings(desk_url),
+        "redis_url": REDIS_URL,
+        "redis_key_prefix": f"test-{uuid.uuid4().hex}:",
+    }
+    with (
+        running_gateway(database_url, **settings) as first,
+        running_gateway(database_url, **settings) as second,
+    ):
+        key = create_key(database_url, "product-team", ["user"])
+        headers = {
+            "authorization": f"Bearer {key}",
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2025-11-25",
+        }
+        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "hang"}}
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+
+        async def run() -> tuple[int, bytes]:
+            async with (
+                httpx2.AsyncClient(headers=headers, timeout=30) as http,
+                http.stream("POST", f"{first.url}/mcp", json=call) as running,
+            ):
+                started = await anyio.to_thread.run_sync(server.hang_started.wait, 20)
+                assert started, "the call never reached the tool server"
+                relayed = await http.post(f"{second.url}/mcp", json=cancel)
+                # The call's own request is still open: only the relay can have stopped it.
+                stopped = await anyio.to_thread.run_sync(server.hang_cancelled.wait, 20)
+                assert stopped, "the tool server was never told to stop"
+                return relayed.status_code, await running.aread()
+
+        status, answer = anyio.run(run)
+
+    assert status == 202
+    assert b"cancelled the call" in answer

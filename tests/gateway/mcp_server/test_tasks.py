@@ -73,6 +73,8 @@ def test_the_server_offers_tasks_for_tool_calls(mcp_stack: McpStack) -> None:
     assert offered.tasks is not None
     assert offered.tasks.requests is not None
     assert offered.tasks.requests.tools is not None
+    assert offered.tasks.list is not None
+    assert offered.tasks.cancel is not None
 
 
 def test_a_held_call_is_a_task_that_completes_once_approved(mcp_stack: McpStack) -> None:
@@ -125,3 +127,56 @@ def test_another_key_cannot_see_the_task(mcp_stack: McpStack) -> None:
         return "visible"
 
     assert "No task" in anyio.run(run)
+
+
+async def cancel(session: ClientSession, task_id: str) -> types.CancelTaskResult:
+    request = types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task_id))
+    return await session.send_request(request, types.CancelTaskResult)
+
+
+async def listed(session: ClientSession) -> types.ListTasksResult:
+    return await session.send_request(types.ListTasksRequest(), types.ListTasksResult)
+
+
+def test_a_cancelled_task_reports_cancelled_and_never_runs(mcp_stack: McpStack) -> None:
+    async def run() -> tuple[types.Task, types.CancelTaskResult, types.GetTaskResult, str]:
+        async with task_session(mcp_stack, mcp_stack.user_key) as client:
+            session = client[0]
+            task = await create(client, 14)
+            cancelled = await cancel(session, task.task_id)
+            try:
+                await cancel(session, task.task_id)
+                again = "cancelled twice"
+            except Exception as exc:  # the SDK raises MCPError for a JSON-RPC error
+                again = str(exc)
+        # Stateless: a later connection (any replica) sees what the first one did.
+        async with mcp_session(mcp_stack.mcp_url, mcp_stack.user_key) as later:
+            return task, cancelled, await get(later, task.task_id), again
+
+    task, cancelled, settled, again = anyio.run(run)
+
+    assert task.status == "working"
+    assert cancelled.status == "cancelled"
+    assert settled.status == "cancelled"
+    assert "already cancelled" in again
+    assert 14 not in mcp_stack.desk.transfers
+
+
+def test_tasks_list_shows_the_keys_own_tasks_newest_first(mcp_stack: McpStack) -> None:
+    async def run() -> tuple[list[str], types.ListTasksResult, types.ListTasksResult]:
+        async with task_session(mcp_stack, mcp_stack.user_key) as client:
+            session = client[0]
+            made = [(await create(client, amount)).task_id for amount in (15, 16)]
+            for task_id in made:
+                await cancel(session, task_id)
+            mine = await listed(session)
+        async with mcp_session(mcp_stack.mcp_url, mcp_stack.analyst_key) as other:
+            theirs = await listed(other)
+        return made, mine, theirs
+
+    made, mine, theirs = anyio.run(run)
+
+    assert [task.task_id for task in mine.tasks[:2]] == made[::-1]
+    assert {task.status for task in mine.tasks[:2]} == {"cancelled"}
+    assert not set(made) & {task.task_id for task in theirs.tasks}
+    assert mine.next_cursor is None

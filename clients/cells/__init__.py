@@ -1,0 +1,1 @@
+"""The matrix's cells, one module per client."""
