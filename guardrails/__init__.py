@@ -1,0 +1,25 @@
+"""Content guardrails: detectors for secrets, personal data and instructions aimed at the model,
+run in-process on tool arguments, tool results and (when enabled) model traffic.
+
+Pure: findings are data (``Finding``), and what to do about them is a ``Screening`` the policy
+decision (governance) folds into its verdict. Nothing here does I/O except the optional
+``HttpClassifier``.
+"""
+
+from guardrails.findings import Detector, Direction, Finding
+from guardrails.policy import Action, GuardrailRule, Guardrails, GuardrailSettings, Screening
+from guardrails.scan import Scanner, redact_text, redact_value
+
+__all__ = [
+    "Action",
+    "Detector",
+    "Direction",
+    "Finding",
+    "GuardrailRule",
+    "GuardrailSettings",
+    "Guardrails",
+    "Scanner",
+    "Screening",
+    "redact_text",
+    "redact_value",
+]

@@ -1,0 +1,255 @@
+"""What to do about findings, per detector and direction, per tool, server or bundle.
+
+With no configuration at all the defaults are the secure ones: a secret in a tool's arguments
+holds the call for approval, a secret in a tool's result is redacted, personal data and injected
+instructions are observed (audited and counted, nothing blocked). Rules loosen or tighten that
+per bundle, server or tool; the most specific rule wins for each detector and direction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from guardrails.findings import Detector, Direction, Finding
+from guardrails.scan import Scan, Scanner, redact_text, redact_value
+
+
+class Action(StrEnum):
+    """In rising order of strictness: the strictest action of any detector that found something
+    decides."""
+
+    ALLOW = "allow"  # the detector does not run
+    OBSERVE = "observe"  # findings are audited and counted; nothing is changed or blocked
+    REDACT = "redact"  # the matches are replaced; the tool, the model and the audit see that
+    HOLD = "hold"  # the call waits for a human's approval (arguments only)
+    DENY = "deny"  # the call is denied, or the result withheld
+
+
+_RANK = {action: rank for rank, action in enumerate(Action)}
+
+Actions = dict[Detector, dict[Direction, Action]]
+
+SECURE_DEFAULTS: Actions = {
+    Detector.SECRETS: {Direction.ARGUMENTS: Action.HOLD, Direction.RESULTS: Action.REDACT},
+    Detector.PERSONAL_DATA: {
+        Direction.ARGUMENTS: Action.OBSERVE,
+        Direction.RESULTS: Action.OBSERVE,
+    },
+    Detector.INJECTION: {Direction.ARGUMENTS: Action.ALLOW, Direction.RESULTS: Action.OBSERVE},
+}
+
+
+def _no_held_results(actions: Actions) -> Actions:
+    for detector, by_direction in actions.items():
+        if by_direction.get(Direction.RESULTS) is Action.HOLD:
+            raise ValueError(
+                f"{detector.value}: `hold` applies to arguments; a result is `redact`ed or denied"
+            )
+    return actions
+
+
+class GuardrailRule(BaseModel):
+    """Actions for the tools a rule selects: one tool (``server`` and ``tool``, its name there),
+    a whole ``server``, or a ``bundle``'s tools."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="shown with every denial, hold and finding it decides")
+    server: str | None = None
+    tool: str | None = Field(None, description="the tool's name on `server`")
+    bundle: str | None = None
+    actions: Actions = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _selects_something(self) -> GuardrailRule:
+        if (self.server is None) == (self.bundle is None):
+            raise ValueError("a guardrail rule names a `server` (and maybe a `tool`) or a `bundle`")
+        if self.tool is not None and self.server is None:
+            raise ValueError("a guardrail rule's `tool` needs its `server`")
+        _no_held_results(self.actions)
+        return self
+
+    @property
+    def specificity(self) -> int:
+        return 2 if self.tool is not None else 1 if self.server is not None else 0
+
+    def selects(self, server: str, tool: str, bundles: frozenset[str]) -> bool:
+        if self.bundle is not None:
+            return self.bundle in bundles
+        return self.server == server and self.tool in (None, tool)
+
+
+class GuardrailSettings(BaseModel):
+    """The config file's `guardrails` section."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    defaults: Actions = Field(
+        default_factory=dict, description="actions for every tool, over the secure defaults"
+    )
+    rules: list[GuardrailRule] = Field(default_factory=list)
+    max_scan_chars: int = Field(
+        65536, ge=1024, le=4_194_304, description="characters scanned per argument set or result"
+    )
+    cut_unscanned: bool = Field(
+        True,
+        description="a result longer than `max_scan_chars` reaches the model cut to its scanned "
+        "part (false: passed whole, the tail unscanned)",
+    )
+
+    @model_validator(mode="after")
+    def _valid(self) -> GuardrailSettings:
+        _no_held_results(self.defaults)
+        names = [rule.name for rule in self.rules]
+        if len(names) != len(set(names)):
+            raise ValueError("guardrail rule names must be unique")
+        return self
+
+
+DEFAULT_RULE = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Screening:
+    """The guardrails' answer for one scanned value. ``action``: what the strictest finding asks
+    (ALLOW when nothing was found); ``detector``, ``rule``: who decided it; ``value``: what may
+    pass on (redacted when ``action`` is REDACT, else as given); ``observed``: findings whose
+    action is OBSERVE (in shadow mode) beside those acted on."""
+
+    direction: Direction
+    findings: tuple[Finding, ...] = ()
+    action: Action = Action.ALLOW
+    detector: Detector | None = None
+    rule: str | None = None
+    value: Any = None
+    complete: bool = True
+    actions: Mapping[Detector, tuple[Action, str]] = field(default_factory=dict)
+
+    @property
+    def blocks(self) -> bool:
+        return self.action in (Action.HOLD, Action.DENY)
+
+    def explain(self, where: str) -> str:
+        """Why a denial or hold, for the model, the API and the card: rule, detector, what and
+        where, never the value."""
+        kinds = sorted({f"{f.kind} at {f.path or '/'}" for f in self.decisive()})
+        detector = self.detector.value if self.detector is not None else ""
+        return (
+            f"Guardrail rule `{self.rule}` ({detector}, {self.action.value}) found in the "
+            f"{where}: {', '.join(kinds)}."
+        )
+
+    def decisive(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.detector is self.detector)
+
+    def as_audit(self) -> dict[str, object]:
+        return {
+            "direction": self.direction.value,
+            "action": self.action.value,
+            "detector": None if self.detector is None else self.detector.value,
+            "rule": self.rule,
+            "complete": self.complete,
+            "findings": [
+                {**f.as_audit(), "action": self.actions[f.detector][0].value} for f in self.findings
+            ],
+        }
+
+
+class Guardrails:
+    """The configured guardrails; ``screen`` answers for one tool's arguments or result."""
+
+    def __init__(self, settings: GuardrailSettings) -> None:
+        self._settings = settings
+        self._defaults: Actions = {
+            d: {**SECURE_DEFAULTS.get(d, {}), **settings.defaults.get(d, {})} for d in Detector
+        }
+        self._rules = sorted(settings.rules, key=lambda rule: rule.specificity)
+
+    @property
+    def settings(self) -> GuardrailSettings:
+        return self._settings
+
+    def actions(
+        self, direction: Direction, server: str, tool: str, bundles: Iterable[str] = ()
+    ) -> dict[Detector, tuple[Action, str]]:
+        """Each detector's action and the rule that set it, for this tool (by its identity)."""
+        chosen = {
+            d: (self._defaults[d].get(direction, Action.ALLOW), DEFAULT_RULE) for d in Detector
+        }
+        selected = frozenset(bundles)
+        for rule in self._rules:  # least specific first: the most specific is applied last
+            if rule.selects(server, tool, selected):
+                for detector, by_direction in rule.actions.items():
+                    if direction in by_direction:
+                        chosen[detector] = (by_direction[direction], rule.name)
+        return chosen
+
+    def screen_arguments(
+        self, arguments: dict[str, Any], server: str, tool: str, bundles: Iterable[str] = ()
+    ) -> Screening:
+        actions = self.actions(Direction.ARGUMENTS, server, tool, bundles)
+        scan = self._scanner(actions).scan_value(arguments)
+        screening = _decide(Direction.ARGUMENTS, scan, actions)
+        redacted = _acted_on(screening, Action.REDACT)
+        value = redact_value(arguments, redacted) if redacted else arguments
+        return _with_value(screening, value)
+
+    def screen_result(
+        self, text: str, server: str, tool: str, bundles: Iterable[str] = ()
+    ) -> Screening:
+        """A result's text: redacted where a REDACT detector found something, cut to its scanned
+        part when longer than the budget (unless ``cut_unscanned`` is off)."""
+        actions = self.actions(Direction.RESULTS, server, tool, bundles)
+        scanner = self._scanner(actions)
+        scan = scanner.scan_text(text)
+        screening = _decide(Direction.RESULTS, scan, actions)
+        value = text
+        redacted = _acted_on(screening, Action.REDACT)
+        if redacted:
+            value = redact_text(text[: scan.scanned], redacted) + text[scan.scanned :]
+        if not scan.complete and self._settings.cut_unscanned and scanner.active:
+            unscanned = len(text) - scan.scanned
+            value = value[: len(value) - unscanned] + (
+                f"\n[{unscanned} characters not scanned by the guardrails were withheld]"
+            )
+        return _with_value(screening, value)
+
+    def _scanner(self, actions: Mapping[Detector, tuple[Action, str]]) -> Scanner:
+        running = frozenset(d for d, (action, _) in actions.items() if action is not Action.ALLOW)
+        return Scanner(running, self._settings.max_scan_chars)
+
+
+def _decide(
+    direction: Direction, scan: Scan, actions: Mapping[Detector, tuple[Action, str]]
+) -> Screening:
+    decisive: tuple[Action, Detector, str] | None = None
+    for finding in scan.findings:
+        action, rule = actions[finding.detector]
+        if decisive is None or _RANK[action] > _RANK[decisive[0]]:
+            decisive = (action, finding.detector, rule)
+    if decisive is None:
+        return Screening(direction, complete=scan.complete, actions=actions)
+    action, detector, rule = decisive
+    return Screening(direction, scan.findings, action, detector, rule, None, scan.complete, actions)
+
+
+def _acted_on(screening: Screening, action: Action) -> list[Finding]:
+    return [f for f in screening.findings if screening.actions[f.detector][0] is action]
+
+
+def _with_value(screening: Screening, value: Any) -> Screening:
+    return Screening(
+        screening.direction,
+        screening.findings,
+        screening.action,
+        screening.detector,
+        screening.rule,
+        value,
+        screening.complete,
+        screening.actions,
+    )
