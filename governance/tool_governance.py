@@ -20,9 +20,11 @@ from governance.pinning import Pinning
 from governance.pins import PinStatus, PinView
 from governance.policies import AppliedPolicies, ToolPolicy, ToolPolicySettings
 from governance.verdict import Facts, Ticket, Verdict, judge
+from guardrails import Action, Direction, Guardrails, Screening, redact_value
 from llm_service.types import ToolCall
 from mcp_client.config import CatalogSettings, MCPServerConfig
 from mcp_client.hooks import NO_HOOKS, CallHooks
+from mcp_client.index import in_bundle
 from mcp_client.types import (
     CatalogPart,
     PartedCatalog,
@@ -53,8 +55,10 @@ class ToolGovernance:
         pinning: Pinning,
         config_servers: Sequence[MCPServerConfig] = (),
         keys: KeyDirectory | None = None,
+        guardrails: Guardrails | None = None,
     ) -> None:
         self._catalog = catalog
+        self._guardrails = guardrails
         self._config_servers = {server.name: server for server in config_servers}
         self._keys = keys
         self._checks: dict[str, ArgumentCheck] = {}  # by definition hash: compiled once
@@ -198,7 +202,12 @@ class ToolGovernance:
             proposed_hash=proposed_hash,
             check=check,
             rules=None if tool is None else self._policies.approval_rules(tool),
+            guardrails=self._guardrails,
+            bundles=frozenset() if tool is None else self._bundles_of(tool),
         )
+
+    def _bundles_of(self, tool: StandardizedTool) -> frozenset[str]:
+        return frozenset(bundle.name for bundle in self._bundles if in_bundle(tool, bundle))
 
     def _degraded(self, server: str) -> bool:
         health = self._catalog.status().get(server)
@@ -219,6 +228,36 @@ class ToolGovernance:
         failures: returns an error result. ``hooks`` hear the call's progress and the server's
         requests for input."""
         return await self._catalog.run(ticket.tool, ticket.arguments, timeout, hooks=hooks)
+
+    # -- guardrails on what tools return
+
+    def screen_result(self, ticket: Ticket, result: ToolResult) -> tuple[ToolResult, Screening]:
+        """What the model may see of a result, by the guardrails for the ticket's tool:
+        redacted, withheld (a denial names the rule and detector), cut past the scan budget,
+        or as it came. Structured content goes when the text was changed: the model sees one
+        account, the screened one. Without guardrails the result passes unscreened."""
+        tool = ticket.tool
+        if self._guardrails is None:
+            return result, Screening(Direction.RESULTS)
+        screening = self._guardrails.screen_result(
+            result.content, tool.server, tool.original_name, self._bundles_of(tool)
+        )
+        if screening.action is Action.DENY:
+            withheld = f"The result of `{tool.name}` was withheld. " + screening.explain("result")
+            return replace(result, content=withheld, is_error=True, structured=None), screening
+        if screening.value != result.content:
+            return replace(result, content=screening.value, structured=None), screening
+        return result, screening
+
+    def screen_arguments(self, tool: StandardizedTool, arguments: dict[str, Any]) -> Screening:
+        """What the guardrails find in a call's arguments, with the arguments as a reviewer may
+        see them (each finding redacted, whatever the action): for the approval card."""
+        if self._guardrails is None:
+            return Screening(Direction.ARGUMENTS, value=arguments)
+        screening = self._guardrails.screen_arguments(
+            arguments, tool.server, tool.original_name, self._bundles_of(tool)
+        )
+        return replace(screening, value=redact_value(arguments, screening.findings))
 
     # -- admins' tool policies
 
