@@ -151,6 +151,7 @@ class ToolExecutor:
                 identity=identity,
                 expires_at=expires_at,
                 approvals_required=verdict.approvals_required,
+                reason=verdict.hold_reason,
                 prior=checked,
             )
             return _Decided([hold])

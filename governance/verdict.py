@@ -77,6 +77,15 @@ class Verdict:
         return self.denial is None
 
     @property
+    def hold_reason(self) -> str | None:
+        """Why the guardrails hold an allowed call for approval (rule, detector, what and
+        where), None when they do not."""
+        rule = self.rule or {}
+        held = rule.get("guardrail_hold", rule)
+        why = held.get("why") if "guardrail" in held else None
+        return why if isinstance(why, str) else None
+
+    @property
     def requires_approval(self) -> bool:
         """An allowed call that must wait for a human's approval before it runs."""
         return self.allowed and self.approvals_required > 0
