@@ -154,10 +154,14 @@ class Screening:
             "detector": None if self.detector is None else self.detector.value,
             "rule": self.rule,
             "complete": self.complete,
-            "findings": [
-                {**f.as_audit(), "action": self.actions[f.detector][0].value} for f in self.findings
-            ],
+            "findings": self.audit_findings(),
         }
+
+    def audit_findings(self) -> list[dict[str, object]]:
+        """Each finding with the action its detector had (what, where, never the value)."""
+        return [
+            {**f.as_audit(), "action": self.actions[f.detector][0].value} for f in self.findings
+        ]
 
 
 class Guardrails:

@@ -30,6 +30,7 @@ _BELOW_THE_EDGES = frozenset(
         "accounts",
         "chat_service",
         "governance",
+        "guardrails",
         "tool_servers",
         "llm_service",
         "mcp_client",

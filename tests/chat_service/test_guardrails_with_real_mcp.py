@@ -22,6 +22,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from tests.gateway.mcp_server.conftest import mcp_session
+from tests.support.admin_ui import signed_in_client
 from tests.support.databases import fresh_database
 from tests.support.gateway import RunningGateway, running_gateway
 from tests.support.servers import serve
@@ -229,6 +230,13 @@ def test_hold_by_default_a_credential_in_arguments_waits_for_a_reviewer(stack: S
     [checked] = stack.audit(call["record_id"], "tool_call.policy_checked")
     assert checked["rule"]["guardrail"] == "default"
     assert KEY not in json.dumps(checked)
+    with signed_in_client(stack.gateway.url, stack.admin) as client:
+        page = client.get("/admin").text
+    card = page[page.index(f'id="call-{call["record_id"]}"') :].split("</article>")[0]
+    assert 'data-role="guardrails"' in card
+    assert "aws_access_key_id</code> at <code>/text" in card
+    assert "[REDACTED:aws_access_key_id]" in card
+    assert KEY not in card
 
     approved = stack.call(stack.admin, "POST", f"/v1/admin/approvals/{call['record_id']}/approve")
     assert approved.status_code == 200, approved.text

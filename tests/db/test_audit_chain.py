@@ -16,8 +16,8 @@ from db.audit_chain import seal, verify
 from db.engine import create_engine, session_factory
 from db.models import AuditEvent
 from db.transactions import Insert, Operation, Transactions
-from gateway.cli import main
 from migrations.commands import upgrade
+from server.cli import main
 
 _AUDIT = (
     "INSERT INTO audit_events (created_at, actor_key_id, action, conversation_id, tool_call_id, "
