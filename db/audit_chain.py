@@ -125,9 +125,12 @@ class ChainState:
         }
 
 
-async def verify(sessions: async_sessionmaker[AsyncSession], page: int = 2000) -> ChainState:
+async def verify(
+    sessions: async_sessionmaker[AsyncSession], latest: int | None = None, page: int = 2000
+) -> ChainState:
     """Walks the sealed events in ``seq`` order from the oldest kept (its ``prev_hash`` is
-    trusted: older events may have been removed by retention) and recomputes every hash."""
+    trusted: older events may have been removed by retention) and recomputes every hash.
+    ``latest``: only the newest this many (the admin UI's bounded check; None: all)."""
     async with sessions() as session:
         unsealed = await session.scalar(
             select(func.count()).select_from(AuditEvent).where(AuditEvent.seq.is_(None))
@@ -135,7 +138,7 @@ async def verify(sessions: async_sessionmaker[AsyncSession], page: int = 2000) -
         expected_seq: int | None = None
         prev: str | None = None
         sealed = 0
-        after = -1
+        after = -1 if latest is None else (await _head(session))[0] - latest
         while True:
             events = list(
                 await session.scalars(
