@@ -109,7 +109,7 @@ async def serve_chat(request: Request, api: ChatApi[Body]) -> Response:
     require_chat_model(config)
     context.provider = config.provider  # until a deployment answers
     await services.limits.admit(principal)
-    chat_request = api.to_chat_request(body)
+    chat_request = services.prompt_guard.screen(principal, api.to_chat_request(body))
     reply_id = api.new_reply_id()
     if config.server_tools:
         return await server_tools_answer(services, principal, body, chat_request, reply_id, api=api)

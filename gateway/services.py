@@ -37,9 +37,11 @@ from db.engine import create_engine, session_factory
 from db.transactions import Transactions
 from gateway.errors import report_of
 from gateway.metrics import GatewayMetrics
+from gateway.prompt_guard import PromptGuardrail
 from gateway.settings import Settings, token_seal
 from gateway.tool_call_events import tool_call_moved
 from governance import ToolGovernance, build_tool_governance
+from guardrails import PromptGuard
 from llm_service.errors import ModelNotFound
 from llm_service.registry import AdapterFactory, ModelRegistry
 from llm_service.router import Router
@@ -77,6 +79,7 @@ class Services:
     notifier: Notifier
     retention: RetentionJob
     audit_sealer: AuditSealer
+    prompt_guard: PromptGuardrail
     oidc: OidcClient | None  # admin sign-in with SSO, when configured
 
     @classmethod
@@ -229,6 +232,10 @@ class Services:
             ),
             retention=retention,
             audit_sealer=audit_sealer,
+            prompt_guard=PromptGuardrail(
+                PromptGuard(settings.guardrails.prompts, settings.guardrails.max_scan_chars),
+                metrics.observe_screening,
+            ),
             oidc=oidc,
         )
 

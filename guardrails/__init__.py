@@ -7,8 +7,10 @@ decision (governance) folds into its verdict. Nothing here does I/O except the o
 """
 
 from guardrails.findings import Detector, Direction, Finding
-from guardrails.policy import Action, GuardrailRule, Guardrails, GuardrailSettings, Screening
+from guardrails.policy import Guardrails, Screening
+from guardrails.prompts import PromptGuard
 from guardrails.scan import Scanner, redact_text, redact_value
+from guardrails.settings import Action, GuardrailRule, GuardrailSettings, PromptGuardrailSettings
 
 __all__ = [
     "Action",
@@ -18,6 +20,8 @@ __all__ = [
     "GuardrailRule",
     "GuardrailSettings",
     "Guardrails",
+    "PromptGuard",
+    "PromptGuardrailSettings",
     "Scanner",
     "Screening",
     "redact_text",

@@ -14,10 +14,11 @@ class Detector(StrEnum):
 
 
 class Direction(StrEnum):
-    """What was scanned: a tool call's arguments or a tool's result."""
+    """What was scanned: a tool call's arguments, a tool's result, or a model prompt."""
 
     ARGUMENTS = "arguments"
     RESULTS = "results"
+    PROMPTS = "prompts"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,10 @@ class Finding:
     path: str
     start: int
     end: int
+
+    def at(self, path: str) -> Finding:
+        """The same finding at another place (a prompt's message index)."""
+        return Finding(self.detector, self.kind, path, self.start, self.end)
 
     def as_audit(self) -> dict[str, object]:
         """What the audit, the approval card and API errors show: what and where, no value."""

@@ -51,8 +51,8 @@ _HEURISTICS: dict[str, tuple[str, tuple[str, ...]]] = {
         ("to http", "@"),
     ),
     "tool_hijack": (
-        r"\b(?:call|invoke|use|run|execute)\s+the\s+[`'\"]?[\w.-]+[`'\"]?\s+tool\s+(?:with|to)\b",
-        ("tool with", "tool to"),
+        r"\b(?:call|invoke|execute)\s+the\s+[`'\"]?[\w.-]+[`'\"]?\s+tool\s+with\b",
+        ("tool with",),
     ),
 }
 _COMPILED = tuple(

@@ -37,12 +37,26 @@ def find_personal_data(text: str) -> Iterator[Match]:
     size = len(text)
     for match in search(_EMAIL, text, around(literal_hits(text, "@"), 64, 128, size)):
         yield "email", match.start(), match.end()
-    digits = (start for start, _ in run_hits(ascii_mask(text, _DIGIT_MASK), b"dddd"))
-    hits = [*digits, *literal_hits(text, "+")]
+    hits = [*_grouped_digits(text, ascii_mask(text, _DIGIT_MASK)), *literal_hits(text, "+")]
     for match in search(_NUMBERS, text, around(hits, 26, 40, size)):
         kind = match.lastgroup or "number"
         if _valid(kind, match.group()):
             yield kind, match.start(), match.end()
+
+
+def _grouped_digits(text: str, mask: bytes) -> Iterator[int]:
+    """Runs of four digits that may be part of a card number, an IBAN or a phone number: eight
+    digits or more, or a group beside another of three or more across one separator. A year,
+    a date, a time or a hex id is none of these: they are the bulk of digits in tool results."""
+    size = len(text)
+    for at, end in run_hits(mask, b"dddd"):
+        after = end + 4 <= size and text[end] in _SEPARATORS and mask[end + 1 : end + 4] == b"ddd"
+        before = at >= 4 and text[at - 1] in _SEPARATORS and mask[at - 4 : at - 1] == b"ddd"
+        if end - at >= 8 or after or before:
+            yield at
+
+
+_SEPARATORS = frozenset(" -.")
 
 
 def _valid(kind: str, found: str) -> bool:

@@ -10,106 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 from guardrails.findings import Detector, Direction, Finding
-from guardrails.scan import Scan, Scanner, redact_text, redact_value
-
-
-class Action(StrEnum):
-    """In rising order of strictness: the strictest action of any detector that found something
-    decides."""
-
-    ALLOW = "allow"  # the detector does not run
-    OBSERVE = "observe"  # findings are audited and counted; nothing is changed or blocked
-    REDACT = "redact"  # the matches are replaced; the tool, the model and the audit see that
-    HOLD = "hold"  # the call waits for a human's approval (arguments only)
-    DENY = "deny"  # the call is denied, or the result withheld
-
-
-_RANK = {action: rank for rank, action in enumerate(Action)}
-
-Actions = dict[Detector, dict[Direction, Action]]
-
-SECURE_DEFAULTS: Actions = {
-    Detector.SECRETS: {Direction.ARGUMENTS: Action.HOLD, Direction.RESULTS: Action.REDACT},
-    Detector.PERSONAL_DATA: {
-        Direction.ARGUMENTS: Action.OBSERVE,
-        Direction.RESULTS: Action.OBSERVE,
-    },
-    Detector.INJECTION: {Direction.ARGUMENTS: Action.ALLOW, Direction.RESULTS: Action.OBSERVE},
-}
-
-
-def _no_held_results(actions: Actions) -> Actions:
-    for detector, by_direction in actions.items():
-        if by_direction.get(Direction.RESULTS) is Action.HOLD:
-            raise ValueError(
-                f"{detector.value}: `hold` applies to arguments; a result is `redact`ed or denied"
-            )
-    return actions
-
-
-class GuardrailRule(BaseModel):
-    """Actions for the tools a rule selects: one tool (``server`` and ``tool``, its name there),
-    a whole ``server``, or a ``bundle``'s tools."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(description="shown with every denial, hold and finding it decides")
-    server: str | None = None
-    tool: str | None = Field(None, description="the tool's name on `server`")
-    bundle: str | None = None
-    actions: Actions = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _selects_something(self) -> GuardrailRule:
-        if (self.server is None) == (self.bundle is None):
-            raise ValueError("a guardrail rule names a `server` (and maybe a `tool`) or a `bundle`")
-        if self.tool is not None and self.server is None:
-            raise ValueError("a guardrail rule's `tool` needs its `server`")
-        _no_held_results(self.actions)
-        return self
-
-    @property
-    def specificity(self) -> int:
-        return 2 if self.tool is not None else 1 if self.server is not None else 0
-
-    def selects(self, server: str, tool: str, bundles: frozenset[str]) -> bool:
-        if self.bundle is not None:
-            return self.bundle in bundles
-        return self.server == server and self.tool in (None, tool)
-
-
-class GuardrailSettings(BaseModel):
-    """The config file's `guardrails` section."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    defaults: Actions = Field(
-        default_factory=dict, description="actions for every tool, over the secure defaults"
-    )
-    rules: list[GuardrailRule] = Field(default_factory=list)
-    max_scan_chars: int = Field(
-        65536, ge=1024, le=4_194_304, description="characters scanned per argument set or result"
-    )
-    cut_unscanned: bool = Field(
-        True,
-        description="a result longer than `max_scan_chars` reaches the model cut to its scanned "
-        "part (false: passed whole, the tail unscanned)",
-    )
-
-    @model_validator(mode="after")
-    def _valid(self) -> GuardrailSettings:
-        _no_held_results(self.defaults)
-        names = [rule.name for rule in self.rules]
-        if len(names) != len(set(names)):
-            raise ValueError("guardrail rule names must be unique")
-        return self
-
+from guardrails.scan import Scanner, redact_text, redact_value
+from guardrails.settings import RANK, SECURE_DEFAULTS, Action, Actions, GuardrailSettings
 
 DEFAULT_RULE = "default"
 
@@ -146,6 +51,9 @@ class Screening:
 
     def decisive(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.detector is self.detector)
+
+    def with_value(self, value: Any) -> Screening:
+        return _with_value(self, value)
 
     def as_audit(self) -> dict[str, object]:
         return {
@@ -198,7 +106,7 @@ class Guardrails:
     ) -> Screening:
         actions = self.actions(Direction.ARGUMENTS, server, tool, bundles)
         scan = self._scanner(actions).scan_value(arguments)
-        screening = _decide(Direction.ARGUMENTS, scan, actions)
+        screening = decide(Direction.ARGUMENTS, scan.findings, scan.complete, actions)
         redacted = _acted_on(screening, Action.REDACT)
         value = redact_value(arguments, redacted) if redacted else arguments
         return _with_value(screening, value)
@@ -211,7 +119,7 @@ class Guardrails:
         actions = self.actions(Direction.RESULTS, server, tool, bundles)
         scanner = self._scanner(actions)
         scan = scanner.scan_text(text)
-        screening = _decide(Direction.RESULTS, scan, actions)
+        screening = decide(Direction.RESULTS, scan.findings, scan.complete, actions)
         value = text
         redacted = _acted_on(screening, Action.REDACT)
         if redacted:
@@ -228,18 +136,22 @@ class Guardrails:
         return Scanner(running, self._settings.max_scan_chars)
 
 
-def _decide(
-    direction: Direction, scan: Scan, actions: Mapping[Detector, tuple[Action, str]]
+def decide(
+    direction: Direction,
+    findings: tuple[Finding, ...],
+    complete: bool,
+    actions: Mapping[Detector, tuple[Action, str]],
 ) -> Screening:
+    """What the strictest finding asks, by its detector's action and rule."""
     decisive: tuple[Action, Detector, str] | None = None
-    for finding in scan.findings:
+    for finding in findings:
         action, rule = actions[finding.detector]
-        if decisive is None or _RANK[action] > _RANK[decisive[0]]:
+        if decisive is None or RANK[action] > RANK[decisive[0]]:
             decisive = (action, finding.detector, rule)
     if decisive is None:
-        return Screening(direction, complete=scan.complete, actions=actions)
+        return Screening(direction, complete=complete, actions=actions)
     action, detector, rule = decisive
-    return Screening(direction, scan.findings, action, detector, rule, None, scan.complete, actions)
+    return Screening(direction, findings, action, detector, rule, None, complete, actions)
 
 
 def _acted_on(screening: Screening, action: Action) -> list[Finding]:

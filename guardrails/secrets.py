@@ -89,6 +89,9 @@ ENTROPY_LIMIT = 4.5
 SECRET_ARGUMENT_NAMES = re.compile(rf"(?i)^(?:[a-z0-9]+[_-])?(?:{_SECRET_NAMES})$")
 
 
+# Runs no pattern here matches, skipped at once: hex digests and ids, UUIDs, timestamps, and
+# URLs (their passwords are found in context; Slack's webhooks are the one URL secret).
+_PLAIN = re.compile(r"[0-9a-fA-F-]+|[0-9:.TZ+-]+|https?://(?!hooks\.slack\.com)[^\s]*")
 # The single-token patterns run on runs of at least 20 token characters only.
 _TOKEN_MASK = mask_table(string.ascii_letters + string.digits + "+/=_.:-", b"a")
 _CANDIDATE = b"a" * 20
@@ -103,6 +106,8 @@ _IN_CONTEXT = (
 
 def find_secrets(text: str) -> Iterator[Match]:
     for start, end in run_hits(ascii_mask(text, _TOKEN_MASK), _CANDIDATE):
+        if _PLAIN.fullmatch(text, start, end):
+            continue
         for match in _KNOWN.finditer(text, start, end):
             yield match.lastgroup or "secret", match.start(), match.end()
         for match in _TOKEN.finditer(text, start, end):

@@ -1,0 +1,81 @@
+"""The guardrails' detectors on chat prompts (every route served by ``chat_route``), for the keys
+and teams an operator names (``guardrails.prompts``; off by default): a finding is observed
+(logged and counted), redacted out of the messages before any provider sees them, or refused
+with the rule and detector named."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import structlog
+
+from accounts.principals import Principal
+from guardrails import Action, PromptGuard, Screening
+from llm_service.errors import InvalidRequest
+from llm_service.types import ChatRequest, Message, SystemMessage, TextPart, UserMessage
+
+log = structlog.get_logger("gateway.prompt_guard")
+
+# Where a scanned text sits: (message index, part index; None for a message's whole content).
+Place = tuple[int, int | None]
+
+
+class PromptRefused(InvalidRequest):
+    code = "guardrail_denied"
+
+
+class PromptGuardrail:
+    def __init__(self, guard: PromptGuard, observe: Callable[[Screening], None]) -> None:
+        self._guard = guard
+        self._observe = observe
+
+    def screen(self, principal: Principal, request: ChatRequest) -> ChatRequest:
+        """The request as it may go to the model; raises ``PromptRefused`` on a denial."""
+        if not self._guard.applies(principal.name, principal.team):
+            return request
+        places, texts = _texts(request.messages)
+        screening = self._guard.screen(texts)
+        if not screening.findings:
+            return request
+        self._observe(screening)
+        log.info("prompt_guardrail", key=principal.name, **screening.as_audit())
+        if screening.action is Action.DENY:
+            raise PromptRefused("The request was refused. " + screening.explain("prompt"))
+        if screening.action is not Action.REDACT:
+            return request
+        return replace(request, messages=_rewritten(request.messages, places, screening.value))
+
+
+def _texts(messages: tuple[Message, ...]) -> tuple[list[Place], list[str]]:
+    places: list[Place] = []
+    texts: list[str] = []
+    for index, message in enumerate(messages):
+        if isinstance(message, SystemMessage) or (
+            isinstance(message, UserMessage) and isinstance(message.content, str)
+        ):
+            places.append((index, None))
+            texts.append(str(message.content))
+        elif isinstance(message, UserMessage) and not isinstance(message.content, str):
+            for part_index, part in enumerate(message.content):
+                if isinstance(part, TextPart):
+                    places.append((index, part_index))
+                    texts.append(part.text)
+    return places, texts
+
+
+def _rewritten(
+    messages: tuple[Message, ...], places: list[Place], texts: list[str]
+) -> tuple[Message, ...]:
+    rewritten = list(messages)
+    for (index, part_index), text in zip(places, texts, strict=True):
+        message = rewritten[index]
+        if isinstance(message, SystemMessage) or part_index is None:
+            rewritten[index] = replace(message, content=text)
+        elif isinstance(message, UserMessage) and not isinstance(message.content, str):
+            parts = list(message.content)
+            part = parts[part_index]
+            if isinstance(part, TextPart):
+                parts[part_index] = replace(part, text=text)
+            rewritten[index] = replace(message, content=tuple(parts))
+    return tuple(rewritten)
