@@ -7,8 +7,9 @@ In one process, timed one at a time (``time.perf_counter_ns``, p50 and p95 of ``
 with the secure defaults (every detector running on results; secrets and personal data on
 arguments): a 4 KB argument set (a code snippet, prose, ids and timestamps), a 64 KB result (a
 JSON listing of records with ids, URLs, timestamps and prose), and the same 64 KB as dense
-prose with numbers (the personal-data detector's worst case: every run of four digits is an
-anchor). Precision and recall per detector on tests/guardrails/samples.py. Writes
+prose with numbers (many digit groups for the personal-data detector); and a chat request (a
+system prompt and a 2 KB user message) through the prompt guardrail with detection on for its
+key. Precision and recall per detector on tests/guardrails/samples.py. Writes
 docs/guardrails-benchmark.md (or --output).
 """
 
@@ -21,9 +22,12 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from accounts.principals import Principal
 from bench.stats import percentile
-from guardrails import Detector, Guardrails, GuardrailSettings
+from gateway.prompt_guard import PromptGuardrail
+from guardrails import Detector, Guardrails, GuardrailSettings, PromptGuard, PromptGuardrailSettings
 from guardrails.scan import FINDERS
+from llm_service.types import ChatRequest, SystemMessage, UserMessage
 from tests.guardrails.samples import (
     FALSE_POSITIVES,
     INJECTIONS,
@@ -147,7 +151,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     rng = random.Random(34)
     guardrails = Guardrails(GuardrailSettings())
     arguments, result, dense = arguments_4kb(rng), result_64kb(rng), _prose(rng, 65536)
+    prompts = PromptGuardrail(
+        PromptGuard(PromptGuardrailSettings(keys=["bench"]), 65536), lambda _: None
+    )
+    principal = Principal(1, "bench", frozenset({"user"}))
+    chat = ChatRequest(
+        (
+            SystemMessage("You are a support assistant for the shop. Answer briefly."),
+            UserMessage(_prose(rng, 2000)),
+        )
+    )
     cases = [
+        ("chat request, prompt detection on (2 KB)", lambda: prompts.screen(principal, chat)),
         ("4 KB arguments", lambda: guardrails.screen_arguments(arguments, "s", "t")),
         ("64 KB result (JSON records)", lambda: guardrails.screen_result(result, "s", "t")),
         ("64 KB result (prose with numbers)", lambda: guardrails.screen_result(dense, "s", "t")),
