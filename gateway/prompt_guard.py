@@ -11,18 +11,14 @@ from dataclasses import replace
 import structlog
 
 from accounts.principals import Principal
+from gateway.errors import PromptRefused
 from guardrails import Action, PromptGuard, Screening
-from llm_service.errors import InvalidRequest
 from llm_service.types import ChatRequest, Message, SystemMessage, TextPart, UserMessage
 
 log = structlog.get_logger("gateway.prompt_guard")
 
 # Where a scanned text sits: (message index, part index; None for a message's whole content).
 Place = tuple[int, int | None]
-
-
-class PromptRefused(InvalidRequest):
-    code = "guardrail_denied"
 
 
 class PromptGuardrail:

@@ -41,7 +41,7 @@ from gateway.prompt_guard import PromptGuardrail
 from gateway.settings import Settings, token_seal
 from gateway.tool_call_events import tool_call_moved
 from governance import ToolGovernance, build_tool_governance
-from guardrails import PromptGuard
+from guardrails import PromptGuard, Screening
 from llm_service.errors import ModelNotFound
 from llm_service.registry import AdapterFactory, ModelRegistry
 from llm_service.router import Router
@@ -80,6 +80,8 @@ class Services:
     retention: RetentionJob
     audit_sealer: AuditSealer
     prompt_guard: PromptGuardrail
+    # Hears each guardrail screening that found something (the metrics): every tool-call path.
+    on_screened: Callable[[Screening], None]
     oidc: OidcClient | None  # admin sign-in with SSO, when configured
 
     @classmethod
@@ -232,6 +234,7 @@ class Services:
             ),
             retention=retention,
             audit_sealer=audit_sealer,
+            on_screened=metrics.observe_screening,
             prompt_guard=PromptGuardrail(
                 PromptGuard(settings.guardrails.prompts, settings.guardrails.max_scan_chars),
                 metrics.observe_screening,

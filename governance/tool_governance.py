@@ -244,7 +244,9 @@ class ToolGovernance:
         )
         if screening.action is Action.DENY:
             withheld = f"The result of `{tool.name}` was withheld. " + screening.explain("result")
-            return replace(result, content=withheld, is_error=True, structured=None), screening
+            return replace(
+                result, content=withheld, is_error=True, structured=None, images=()
+            ), screening
         if screening.value != result.content:
             return replace(result, content=screening.value, structured=None), screening
         return result, screening

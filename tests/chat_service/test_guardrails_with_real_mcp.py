@@ -214,6 +214,10 @@ def test_redact_by_default_a_credential_in_a_result_never_reaches_the_model(stac
     over_mcp = _text(stack.mcp("leak", {}))
     assert "[REDACTED:aws_access_key_id]" in over_mcp
     assert KEY not in over_mcp
+    metrics = httpx.get(f"{stack.gateway.url}/metrics").text
+    labels = 'action="redact",detector="secrets",direction="results"'
+    counted = f"llm_gateway_guardrail_findings_total{{{labels}}}"
+    assert counted in metrics
 
 
 def test_hold_by_default_a_credential_in_arguments_waits_for_a_reviewer(stack: Stack) -> None:
