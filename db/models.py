@@ -256,6 +256,8 @@ class ToolPolicyOverride(Base):
     requires_approval: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     # governance.approval_rules.ApprovalRules as JSON; null follows the config file.
     approval_rules: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # guardrails.ToolGuardrails as JSON (actions per detector and direction); null: the config's.
+    guardrails: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
 

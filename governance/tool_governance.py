@@ -204,6 +204,7 @@ class ToolGovernance:
             rules=None if tool is None else self._policies.approval_rules(tool),
             guardrails=self._guardrails,
             bundles=frozenset() if tool is None else self._bundles_of(tool),
+            admin_guardrails=None if tool is None else self._policies.guardrails(tool),
         )
 
     def _bundles_of(self, tool: StandardizedTool) -> frozenset[str]:
@@ -240,7 +241,11 @@ class ToolGovernance:
         if self._guardrails is None:
             return result, Screening(Direction.RESULTS)
         screening = self._guardrails.screen_result(
-            result.content, tool.server, tool.original_name, self._bundles_of(tool)
+            result.content,
+            tool.server,
+            tool.original_name,
+            self._bundles_of(tool),
+            self._policies.guardrails(tool),
         )
         if screening.action is Action.DENY:
             withheld = f"The result of `{tool.name}` was withheld. " + screening.explain("result")
@@ -257,11 +262,32 @@ class ToolGovernance:
         if self._guardrails is None:
             return Screening(Direction.ARGUMENTS, value=arguments)
         screening = self._guardrails.screen_arguments(
-            arguments, tool.server, tool.original_name, self._bundles_of(tool)
+            arguments,
+            tool.server,
+            tool.original_name,
+            self._bundles_of(tool),
+            self._policies.guardrails(tool),
         )
         return replace(screening, value=redact_value(arguments, screening.findings))
 
     # -- admins' tool policies
+
+    def guardrail_actions(self, tool: StandardizedTool) -> dict[str, dict[str, dict[str, str]]]:
+        """The guardrails in force for the tool, per direction and detector: the action and
+        the rule that set it (for the admin API and the Tools page)."""
+        if self._guardrails is None:
+            return {}
+        admin = self._policies.guardrails(tool)
+        bundles = self._bundles_of(tool)
+        return {
+            direction.value: {
+                detector.value: {"action": action.value, "rule": rule}
+                for detector, (action, rule) in self._guardrails.actions(
+                    direction, tool.server, tool.original_name, bundles, admin
+                ).items()
+            }
+            for direction in (Direction.ARGUMENTS, Direction.RESULTS)
+        }
 
     def admin_policy(self, name: str) -> ToolPolicy | None:
         """The policy an admin stored for the tool of this catalog name, if any (the config

@@ -13,7 +13,7 @@ from typing import Any
 
 from governance.approval_rules import ApprovalRules, approval_need
 from governance.keys import KeyState
-from guardrails import Action, Guardrails, Screening
+from guardrails import Action, Actions, Guardrails, Screening
 from llm_service.types import ToolCall
 from mcp_client.types import StandardizedTool
 from mcp_client.validation import ArgumentCheck
@@ -112,7 +112,8 @@ class Facts:
     unknown); ``proposed_hash``: the definition the call was proposed against (None at proposal);
     ``check``: the compiled argument check of this definition; ``rules``: the tool's approval
     rules (None: none set); ``guardrails``: what screens the arguments (None: nothing), with
-    the ``bundles`` the tool is in (their rules select it).
+    the ``bundles`` the tool is in (their rules select it) and an admin's actions for it
+    (``admin_guardrails``, over every rule).
     """
 
     tool: StandardizedTool | None
@@ -124,6 +125,7 @@ class Facts:
     rules: ApprovalRules | None = None
     guardrails: Guardrails | None = None
     bundles: frozenset[str] = frozenset()
+    admin_guardrails: Actions | None = None
 
 
 def judge(call: ToolCall, facts: Facts, roles: Iterable[str] | None) -> Verdict:
@@ -173,7 +175,7 @@ def _screen(tool: StandardizedTool, call: ToolCall, facts: Facts) -> Screening |
     if facts.guardrails is None:
         return None
     return facts.guardrails.screen_arguments(
-        call.arguments, tool.server, tool.original_name, facts.bundles
+        call.arguments, tool.server, tool.original_name, facts.bundles, facts.admin_guardrails
     )
 
 

@@ -10,10 +10,18 @@ from guardrails.findings import Detector, Direction, Finding
 from guardrails.policy import Guardrails, Screening
 from guardrails.prompts import PromptGuard
 from guardrails.scan import Scanner, redact_text, redact_value
-from guardrails.settings import Action, GuardrailRule, GuardrailSettings, PromptGuardrailSettings
+from guardrails.settings import (
+    Action,
+    Actions,
+    GuardrailRule,
+    GuardrailSettings,
+    PromptGuardrailSettings,
+    ToolGuardrails,
+)
 
 __all__ = [
     "Action",
+    "Actions",
     "Detector",
     "Direction",
     "Finding",
@@ -24,6 +32,7 @@ __all__ = [
     "PromptGuardrailSettings",
     "Scanner",
     "Screening",
+    "ToolGuardrails",
     "redact_text",
     "redact_value",
 ]

@@ -14,7 +14,14 @@ from typing import Any
 
 from guardrails.findings import Detector, Direction, Finding
 from guardrails.scan import Scanner, redact_text, redact_value
-from guardrails.settings import RANK, SECURE_DEFAULTS, Action, Actions, GuardrailSettings
+from guardrails.settings import (
+    ADMIN_RULE,
+    RANK,
+    SECURE_DEFAULTS,
+    Action,
+    Actions,
+    GuardrailSettings,
+)
 
 DEFAULT_RULE = "default"
 
@@ -87,9 +94,15 @@ class Guardrails:
         return self._settings
 
     def actions(
-        self, direction: Direction, server: str, tool: str, bundles: Iterable[str] = ()
+        self,
+        direction: Direction,
+        server: str,
+        tool: str,
+        bundles: Iterable[str] = (),
+        admin: Actions | None = None,
     ) -> dict[Detector, tuple[Action, str]]:
-        """Each detector's action and the rule that set it, for this tool (by its identity)."""
+        """Each detector's action and the rule that set it, for this tool (by its identity);
+        ``admin``: an admin's actions for the tool, over every rule."""
         chosen = {
             d: (self._defaults[d].get(direction, Action.ALLOW), DEFAULT_RULE) for d in Detector
         }
@@ -99,12 +112,20 @@ class Guardrails:
                 for detector, by_direction in rule.actions.items():
                     if direction in by_direction:
                         chosen[detector] = (by_direction[direction], rule.name)
+        for detector, by_direction in (admin or {}).items():
+            if direction in by_direction:
+                chosen[detector] = (by_direction[direction], ADMIN_RULE)
         return chosen
 
     def screen_arguments(
-        self, arguments: dict[str, Any], server: str, tool: str, bundles: Iterable[str] = ()
+        self,
+        arguments: dict[str, Any],
+        server: str,
+        tool: str,
+        bundles: Iterable[str] = (),
+        admin: Actions | None = None,
     ) -> Screening:
-        actions = self.actions(Direction.ARGUMENTS, server, tool, bundles)
+        actions = self.actions(Direction.ARGUMENTS, server, tool, bundles, admin)
         scan = self._scanner(actions).scan_value(arguments)
         screening = decide(Direction.ARGUMENTS, scan.findings, scan.complete, actions)
         redacted = _acted_on(screening, Action.REDACT)
@@ -112,11 +133,16 @@ class Guardrails:
         return _with_value(screening, value)
 
     def screen_result(
-        self, text: str, server: str, tool: str, bundles: Iterable[str] = ()
+        self,
+        text: str,
+        server: str,
+        tool: str,
+        bundles: Iterable[str] = (),
+        admin: Actions | None = None,
     ) -> Screening:
         """A result's text: redacted where a REDACT detector found something, cut to its scanned
         part when longer than the budget (unless ``cut_unscanned`` is off)."""
-        actions = self.actions(Direction.RESULTS, server, tool, bundles)
+        actions = self.actions(Direction.RESULTS, server, tool, bundles, admin)
         scanner = self._scanner(actions)
         scan = scanner.scan_text(text)
         screening = decide(Direction.RESULTS, scan.findings, scan.complete, actions)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
 
 from guardrails.findings import Detector, Direction
 
@@ -42,6 +42,20 @@ def _no_held_results(actions: Actions) -> Actions:
                 f"{detector.value}: `hold` applies to arguments; a result is `redact`ed or denied"
             )
     return actions
+
+
+class ToolGuardrails(RootModel[Actions]):
+    """An admin's actions for one tool (the admin API and the Tools page), over every config
+    rule: e.g. ``{"secrets": {"results": "allow"}}``."""
+
+    @model_validator(mode="after")
+    def _valid(self) -> ToolGuardrails:
+        _no_held_results(self.root)
+        return self
+
+
+# The rule name an admin's per-tool actions are reported under.
+ADMIN_RULE = "admin tool policy"
 
 
 class GuardrailRule(BaseModel):

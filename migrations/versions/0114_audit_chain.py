@@ -1,8 +1,9 @@
-"""audit chain
+"""audit chain, tool guardrails
 
 Each audit event gets its place in a hash chain once sealed (db/audit_chain.py): ``seq`` (unique:
 one sealer wins each place), the previous event's hash and its own. Existing events are sealed by
-the first sealer after the upgrade, in id order.
+the first sealer after the upgrade, in id order. An admin's guardrail actions per tool are
+stored with the tool's policy.
 
 Revision ID: 0114
 Revises: 0112
@@ -27,9 +28,13 @@ def upgrade() -> None:
         batch.add_column(sa.Column('prev_hash', sa.String(length=64), nullable=True))
         batch.add_column(sa.Column('chain_hash', sa.String(length=64), nullable=True))
     op.create_index('ix_audit_events_seq', 'audit_events', ['seq'], unique=True)
+    with op.batch_alter_table('tool_policy_overrides') as batch:
+        batch.add_column(sa.Column('guardrails', sa.JSON(), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table('tool_policy_overrides') as batch:
+        batch.drop_column('guardrails')
     op.drop_index('ix_audit_events_seq', table_name='audit_events')
     with op.batch_alter_table('audit_events') as batch:
         batch.drop_column('chain_hash')

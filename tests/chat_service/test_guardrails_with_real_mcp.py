@@ -326,3 +326,31 @@ def test_personal_data_is_observed_by_default_and_redacted_by_rule(stack: Stack)
         assert f"[REDACTED:{kind}]" in answer
     assert "4111" not in answer
     assert "jane.doe@example.org" not in _text(stack.mcp("customer", {}))
+
+
+def test_an_admin_sets_a_tools_guardrails_over_the_config_and_it_is_named(stack: Stack) -> None:
+    policy = "/v1/admin/tools/vault/policy"
+    held_result = stack.call(
+        stack.admin, "PUT", policy, {"guardrails": {"secrets": {"results": "hold"}}}
+    )
+    changed = stack.call(
+        stack.admin, "PUT", policy, {"guardrails": {"secrets": {"results": "deny"}}}
+    )
+    try:
+        _, turn = stack.turn("vault")
+        listed = stack.call(stack.admin, "GET", "/v1/admin/tools").json()["data"]
+    finally:
+        reset = stack.call(stack.admin, "PUT", policy, {"guardrails": None})
+
+    assert held_result.status_code in (400, 422), held_result.text
+    assert changed.status_code == 200, changed.text
+    answer = turn["messages"][-1]["content"]
+    assert KEY not in answer
+    assert "`admin tool policy`" in answer
+    [vault] = [tool for tool in listed if tool["name"] == "vault"]
+    assert vault["policy"]["guardrails"]["results"]["secrets"] == {
+        "action": "deny",
+        "rule": "admin tool policy",
+    }
+    assert reset.json()["policy"]["guardrails"]["results"]["secrets"]["rule"] == "vault-trusted"
+    assert KEY in stack.turn("vault")[1]["messages"][-1]["content"]
