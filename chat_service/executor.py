@@ -239,7 +239,7 @@ class ToolExecutor:
         await self._listeners.call_ended(call, hooks)
         if result.refused is not None:
             log.warning("tool_call_refused", tool=call.tool_name, refused=result.refused)
-        result, checked = self._screen(call, ticket, result)
+        result, checked = await self._screen(call, ticket, result)
         # The images the tool returned go to the model whole, after the text (each provider
         # gets them in the form it accepts, docs/providers.md "Tool results").
         images = tuple(ImagePart(image.data_url) for image in result.images)
@@ -250,12 +250,12 @@ class ToolExecutor:
             settle = Settle(ended=ended, prior=checked)
         return settle, await self._calls.move(call.record_id, settle)
 
-    def _screen(
+    async def _screen(
         self, call: ToolCallView, ticket: Ticket, result: ToolResult
     ) -> tuple[ToolResult, PendingAudit | None]:
         """The result as the guardrails let the model (and the store) have it, and what they
         found, audited as ``tool_call.result_checked`` with the move that settles the call."""
-        screened, screening = self._tools.screen_result(ticket, result)
+        screened, screening = await self._tools.screen_result(ticket, result)
         if not screening.findings:
             return screened, None
         self._on_screened(screening)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence, Set
 
+import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from governance.keys import KeyDirectory
@@ -12,7 +13,7 @@ from governance.pinning import Pinning, PinningSettings, ReviewObserver
 from governance.pins import ToolPins
 from governance.policies import AppliedPolicies, ToolPolicies, ToolPolicySettings
 from governance.tool_governance import ToolGovernance
-from guardrails import Guardrails, GuardrailSettings
+from guardrails import Guardrails, GuardrailSettings, HttpClassifier
 from mcp_client.config import CatalogSettings, MCPServerConfig
 from mcp_client.types import ToolCatalog
 
@@ -35,6 +36,7 @@ def build_tool_governance(
     requester's key at every decision (None: the roles given are used);
     ``on_review_requested`` hears of each definition newly held for review; ``guardrails``
     screen arguments and results (None: the secure defaults)."""
+    settings = guardrails or GuardrailSettings()
     return ToolGovernance(
         catalog,
         catalog_settings=catalog_settings,
@@ -43,5 +45,8 @@ def build_tool_governance(
         pinning=Pinning(ToolPins(sessions), pinning, trusted, on_review_requested),
         config_servers=config_servers,
         keys=keys,
-        guardrails=Guardrails(guardrails or GuardrailSettings()),
+        guardrails=Guardrails(settings),
+        classifier=None
+        if settings.classifier is None
+        else HttpClassifier(settings.classifier, httpx.AsyncClient()),
     )

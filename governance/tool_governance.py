@@ -20,7 +20,17 @@ from governance.pinning import Pinning
 from governance.pins import PinStatus, PinView
 from governance.policies import AppliedPolicies, ToolPolicy, ToolPolicySettings
 from governance.verdict import Facts, Ticket, Verdict, judge
-from guardrails import Action, Direction, Guardrails, Screening, redact_value
+from guardrails import (
+    Action,
+    Actions,
+    Detector,
+    Direction,
+    Finding,
+    Guardrails,
+    HttpClassifier,
+    Screening,
+    redact_value,
+)
 from llm_service.types import ToolCall
 from mcp_client.config import CatalogSettings, MCPServerConfig
 from mcp_client.hooks import NO_HOOKS, CallHooks
@@ -56,9 +66,11 @@ class ToolGovernance:
         config_servers: Sequence[MCPServerConfig] = (),
         keys: KeyDirectory | None = None,
         guardrails: Guardrails | None = None,
+        classifier: HttpClassifier | None = None,
     ) -> None:
         self._catalog = catalog
         self._guardrails = guardrails
+        self._classifier = classifier
         self._config_servers = {server.name: server for server in config_servers}
         self._keys = keys
         self._checks: dict[str, ArgumentCheck] = {}  # by definition hash: compiled once
@@ -94,6 +106,8 @@ class ToolGovernance:
     async def aclose(self) -> None:
         for refresher in reversed(self._refreshers):
             await refresher.aclose()
+        if self._classifier is not None:
+            await self._classifier.aclose()
 
     # -- which tools there are, and who may see them
 
@@ -232,7 +246,9 @@ class ToolGovernance:
 
     # -- guardrails on what tools return
 
-    def screen_result(self, ticket: Ticket, result: ToolResult) -> tuple[ToolResult, Screening]:
+    async def screen_result(
+        self, ticket: Ticket, result: ToolResult
+    ) -> tuple[ToolResult, Screening]:
         """What the model may see of a result, by the guardrails for the ticket's tool:
         redacted, withheld (a denial names the rule and detector), cut past the scan budget,
         or as it came. Structured content goes when the text was changed: the model sees one
@@ -240,12 +256,14 @@ class ToolGovernance:
         tool = ticket.tool
         if self._guardrails is None:
             return result, Screening(Direction.RESULTS)
+        bundles, admin = self._bundles_of(tool), self._policies.guardrails(tool)
         screening = self._guardrails.screen_result(
             result.content,
             tool.server,
             tool.original_name,
-            self._bundles_of(tool),
-            self._policies.guardrails(tool),
+            bundles,
+            admin,
+            extra=await self._classified(result.content, tool, bundles, admin),
         )
         if screening.action is Action.DENY:
             withheld = f"The result of `{tool.name}` was withheld. " + screening.explain("result")
@@ -255,6 +273,19 @@ class ToolGovernance:
         if screening.value != result.content:
             return replace(result, content=screening.value, structured=None), screening
         return result, screening
+
+    async def _classified(
+        self, text: str, tool: StandardizedTool, bundles: frozenset[str], admin: Actions | None
+    ) -> tuple[Finding, ...]:
+        """The external classifier's findings, asked only where the injection detector runs."""
+        if self._classifier is None or self._guardrails is None or not text:
+            return ()
+        actions = self._guardrails.actions(
+            Direction.RESULTS, tool.server, tool.original_name, bundles, admin
+        )
+        if actions[Detector.INJECTION][0] is Action.ALLOW:
+            return ()
+        return await self._classifier.findings(text, tool.server, tool.original_name)
 
     def screen_arguments(self, tool: StandardizedTool, arguments: dict[str, Any]) -> Screening:
         """What the guardrails find in a call's arguments, with the arguments as a reviewer may

@@ -6,6 +6,7 @@ decision (governance) folds into its verdict. Nothing here does I/O except the o
 ``HttpClassifier``.
 """
 
+from guardrails.classifier import ClassifierSettings, HttpClassifier
 from guardrails.findings import Detector, Direction, Finding
 from guardrails.policy import Guardrails, Screening
 from guardrails.prompts import PromptGuard
@@ -22,12 +23,14 @@ from guardrails.settings import (
 __all__ = [
     "Action",
     "Actions",
+    "ClassifierSettings",
     "Detector",
     "Direction",
     "Finding",
     "GuardrailRule",
     "GuardrailSettings",
     "Guardrails",
+    "HttpClassifier",
     "PromptGuard",
     "PromptGuardrailSettings",
     "Scanner",

@@ -139,13 +139,19 @@ class Guardrails:
         tool: str,
         bundles: Iterable[str] = (),
         admin: Actions | None = None,
+        *,
+        extra: tuple[Finding, ...] = (),
     ) -> Screening:
-        """A result's text: redacted where a REDACT detector found something, cut to its scanned
-        part when longer than the budget (unless ``cut_unscanned`` is off)."""
+        """A result's text: redacted where a REDACT detector found something, cut to its
+        scanned part when longer than the budget (unless ``cut_unscanned`` is off). ``extra``:
+        findings from outside (an external classifier's), acted on like the detectors'."""
         actions = self.actions(Direction.RESULTS, server, tool, bundles, admin)
         scanner = self._scanner(actions)
         scan = scanner.scan_text(text)
-        screening = decide(Direction.RESULTS, scan.findings, scan.complete, actions)
+        found = scan.findings + tuple(
+            f for f in extra if actions[f.detector][0] is not Action.ALLOW
+        )
+        screening = decide(Direction.RESULTS, found, scan.complete, actions)
         value = text
         redacted = _acted_on(screening, Action.REDACT)
         if redacted:

@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
 
+from guardrails.classifier import ClassifierSettings
 from guardrails.findings import Detector, Direction
 
 
@@ -127,6 +128,9 @@ class GuardrailSettings(BaseModel):
         65536, ge=1024, le=4_194_304, description="characters scanned per argument set or result"
     )
     prompts: PromptGuardrailSettings = Field(default_factory=PromptGuardrailSettings)
+    classifier: ClassifierSettings | None = Field(
+        None, description="an external injection classifier asked about tool results over HTTP"
+    )
     cut_unscanned: bool = Field(
         True,
         description="a result longer than `max_scan_chars` reaches the model cut to its scanned "

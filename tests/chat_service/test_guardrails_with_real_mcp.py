@@ -18,7 +18,8 @@ import httpx
 import pytest
 from mcp_types import CallToolResult, TextContent
 from starlette.applications import Starlette
-from starlette.responses import PlainTextResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 from tests.gateway.mcp_server.conftest import mcp_session
@@ -148,7 +149,12 @@ def stack(
 ) -> Iterator[Stack]:
     folder = tmp_path_factory.mktemp("guardrails")
     record = folder / "executions.jsonl"
-    page = Starlette(routes=[Route("/page", lambda _: PlainTextResponse(PAGE))])
+    page = Starlette(
+        routes=[
+            Route("/page", lambda _: PlainTextResponse(PAGE)),
+            Route("/classify", _classify, methods=["POST"]),
+        ]
+    )
     server = {
         "name": "guard",
         "transport": "stdio",
@@ -164,7 +170,7 @@ def stack(
             database_url,
             models=_models(f"{page_base}/page"),
             mcp_servers=[server],
-            guardrails={"rules": RULES},
+            guardrails={"rules": RULES, "classifier": {"url": f"{page_base}/classify"}},
             tool_loop={"follow_poll_seconds": 0.02},
             mcp_server={"approval_wait_seconds": 0, "approval_poll_seconds": 0.05},
         ) as gateway,
@@ -176,6 +182,15 @@ def stack(
             user=gateway.create_key("product-team", ["user"]),
             admin=gateway.create_key("reviewer", ["admin"]),
         )
+
+
+async def _classify(request: Request) -> JSONResponse:
+    """An external injection classifier: it flags the page's opening-hours line (a stand-in
+    for a model that reads what the heuristic cannot)."""
+    text = (await request.json())["text"]
+    at = text.find("Opening hours")
+    found = at != -1
+    return JSONResponse({"injection": found, "spans": [[at, at + 13]] if found else []})
 
 
 def _only_call(turn: dict[str, Any]) -> dict[str, Any]:
@@ -311,7 +326,7 @@ def test_injected_instructions_are_observed_by_default(stack: Stack) -> None:
     call = _only_call(turn)
     [checked] = stack.audit(call["record_id"], "tool_call.result_checked")
     kinds = {f["kind"] for f in checked["findings"]}
-    assert {"override_instructions", "exfiltration", "concealment"} <= kinds
+    assert {"override_instructions", "exfiltration", "concealment", "classifier"} <= kinds
     assert checked["action"] == "observe"
     assert "IGNORE ALL PREVIOUS" in turn["messages"][-1]["content"]
 
