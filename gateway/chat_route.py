@@ -118,6 +118,7 @@ async def serve_chat(request: Request, api: ChatApi[Body]) -> Response:
         context.provider = served.provider
         context.usage = response.usage
         await services.limits.charge(principal, served.alias, response.usage)
+        response = services.prompt_guard.screen_answer(principal, response)
         return json_response(api.whole(response, reply_id, model), headers=served_headers(served))
 
     # Errors before the first event still get a proper status code; after it, an SSE error.

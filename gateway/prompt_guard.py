@@ -1,7 +1,8 @@
 """The guardrails' detectors on chat prompts (every route served by ``chat_route``), for the keys
 and teams an operator names (``guardrails.prompts``; off by default): a finding is observed
 (logged and counted), redacted out of the messages before any provider sees them, or refused
-with the rule and detector named."""
+with the rule and detector named. With ``completions`` on, whole (non-streamed) answers to
+those keys get the same actions."""
 
 from __future__ import annotations
 
@@ -13,7 +14,14 @@ import structlog
 from accounts.principals import Principal
 from gateway.errors import PromptRefused
 from guardrails import Action, PromptGuard, Screening
-from llm_service.types import ChatRequest, Message, SystemMessage, TextPart, UserMessage
+from llm_service.types import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    SystemMessage,
+    TextPart,
+    UserMessage,
+)
 
 log = structlog.get_logger("gateway.prompt_guard")
 
@@ -41,6 +49,25 @@ class PromptGuardrail:
         if screening.action is not Action.REDACT:
             return request
         return replace(request, messages=_rewritten(request.messages, places, screening.value))
+
+    def screen_answer(self, principal: Principal, response: ChatResponse) -> ChatResponse:
+        """A whole answer as it may go back (``guardrails.prompts.completions``); raises
+        ``PromptRefused`` on a denial. Streamed answers are not screened (sent as they come)."""
+        text = response.message.content
+        if not self._guard.completions or not text:
+            return response
+        if not self._guard.applies(principal.name, principal.team):
+            return response
+        screening = self._guard.screen([text])
+        if not screening.findings:
+            return response
+        self._observe(screening)
+        log.info("completion_guardrail", key=principal.name, **screening.as_audit())
+        if screening.action is Action.DENY:
+            raise PromptRefused("The answer was withheld. " + screening.explain("answer"))
+        if screening.action is not Action.REDACT:
+            return response
+        return replace(response, message=replace(response.message, content=screening.value[0]))
 
 
 def _texts(messages: tuple[Message, ...]) -> tuple[list[Place], list[str]]:

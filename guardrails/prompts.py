@@ -16,6 +16,7 @@ PROMPT_RULE = "prompts"
 
 class PromptGuard:
     def __init__(self, settings: PromptGuardrailSettings, max_chars: int) -> None:
+        self.completions = settings.completions
         self._keys = frozenset(settings.keys)
         self._teams = frozenset(settings.teams)
         self._actions = {

@@ -107,6 +107,12 @@ class PromptGuardrailSettings(BaseModel):
         }
     )
 
+    completions: bool = Field(
+        False,
+        description="also screen the model's whole (non-streamed) answers to these keys with the "
+        "same actions; streamed answers are not screened",
+    )
+
     @field_validator("actions")
     @classmethod
     def _no_hold(cls, actions: dict[Detector, Action]) -> dict[Detector, Action]:

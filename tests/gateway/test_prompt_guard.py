@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import openai
 import pytest
 
-from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI, FakeReply
 from tests.support.gateway import RunningGateway, running_gateway
 from tests.support.servers import serve
 
@@ -52,6 +52,7 @@ def stack(sqlite_url: str) -> Iterator[Stack]:
                 "prompts": {
                     "keys": ["guarded"],
                     "actions": {"secrets": "redact", "injection": "deny"},
+                    "completions": True,
                 }
             },
         ) as gateway,
@@ -93,3 +94,12 @@ def test_other_keys_prompts_pass_untouched(stack: Stack) -> None:
     stack.ask(plain, {"role": "user", "content": f"key {KEY}"})
 
     assert KEY in stack.sent()
+
+
+def test_a_whole_answer_is_screened_too_when_completions_are_on(stack: Stack) -> None:
+    guarded = stack.gateway.create_key("guarded", ["user"])
+    stack.upstream.queue(FakeReply(text=f"Your key is {KEY}."))
+
+    answer = stack.ask(guarded, {"role": "user", "content": "What is my key?"})
+
+    assert answer == "Your key is [REDACTED:aws_access_key_id]."
