@@ -103,3 +103,14 @@ def test_a_whole_answer_is_screened_too_when_completions_are_on(stack: Stack) ->
     answer = stack.ask(guarded, {"role": "user", "content": "What is my key?"})
 
     assert answer == "Your key is [REDACTED:aws_access_key_id]."
+
+
+def test_the_responses_api_screens_the_same_prompts(stack: Stack) -> None:
+    guarded = stack.gateway.create_key("guarded", ["user"])
+    sdk = openai.OpenAI(base_url=stack.gateway.v1, api_key=guarded, max_retries=0)
+
+    sdk.responses.create(model="gpt", input=f"Why is {KEY} rejected?")
+
+    sent = str(stack.upstream.requests[-1])
+    assert KEY not in sent
+    assert "[REDACTED:aws_access_key_id]" in sent
