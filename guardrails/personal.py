@@ -12,7 +12,7 @@ import re
 import string
 from collections.abc import Iterator
 
-from guardrails.anchors import around, ascii_mask, literal_hits, mask_table, run_hits, search
+from guardrails.anchors import around, ascii_mask, literal_hits, search
 
 Match = tuple[str, int, int]
 
@@ -27,7 +27,17 @@ _IBAN = r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b"
 _NUMBERS = re.compile(f"(?P<iban>{_IBAN})|(?P<card>{_CARD})|(?P<phone>{_PHONE})")
 # Every card number, IBAN and North American number has four digits in a row; other phone
 # numbers start with `+`.
-_DIGIT_MASK = mask_table(string.digits, b"d")
+# Digits, letters and the separators inside numbers, each as one byte (`ascii_mask`).
+_DIGIT_MASK = bytes(
+    ord("d")
+    if chr(i) in string.digits
+    else ord("a")
+    if chr(i) in string.ascii_letters
+    else ord("s")
+    if chr(i) in " -."
+    else 32
+    for i in range(256)
+)
 # Issuer prefixes (IIN ranges) of the common card networks: Visa, Mastercard, Amex, Discover,
 # Diners, JCB, UnionPay, Maestro.
 _ISSUER = re.compile(r"4|5[1-5]|2[2-7]|3[47]|3[068]|35|6(?:011|5|4[4-9]|2)|5[06-8]")
@@ -45,18 +55,41 @@ def find_personal_data(text: str) -> Iterator[Match]:
 
 
 def _grouped_digits(text: str, mask: bytes) -> Iterator[int]:
-    """Runs of four digits that may be part of a card number, an IBAN or a phone number: eight
-    digits or more, or a group beside another of three or more across one separator. A year,
-    a date, a time or a hex id is none of these: they are the bulk of digits in tool results."""
+    """Groups of four digits or more that may be part of a card number, an IBAN or a North
+    American phone number: standing on their own (after a space, a separator or punctuation),
+    with ten digits or more nearby, and eight in a row or beside another group of three or more
+    across one separator; or eight digits or more right after a letter (an unspaced IBAN). A
+    year, a date, a time, a hex id or a number in prose is none of these: they are the bulk of
+    digits in tool results, and a hex id's digits never stand on their own."""
     size = len(text)
-    for at, end in run_hits(mask, b"dddd"):
+    starts = [0] if mask.startswith(b"dddd") else []
+    for lead in (b" dddd", b"sdddd"):
+        starts.extend(at + 1 for at in _finds(mask, lead))
+    starts.extend(at + 1 for at in _finds(mask, b"adddddddd"))
+    for at in starts:
+        end = at + 4
+        while end < size and mask[end] == _D:
+            end += 1
+        if mask.count(b"d", max(0, at - 16), at + 24) < _NEARBY:
+            continue
         after = end + 4 <= size and text[end] in _SEPARATORS and mask[end + 1 : end + 4] == b"ddd"
         before = at >= 4 and text[at - 1] in _SEPARATORS and mask[at - 4 : at - 1] == b"ddd"
         if end - at >= 8 or after or before:
             yield at
 
 
+def _finds(data: bytes, needle: bytes) -> Iterator[int]:
+    at = data.find(needle)
+    while at != -1:
+        yield at
+        at = data.find(needle, at + 1)
+
+
+_D = ord("d")
 _SEPARATORS = frozenset(" -.")
+# The fewest digits of any number these patterns find around a four-digit group (a North
+# American phone number has ten; a card 13 to 19; an IBAN's check digits and account 12 or more).
+_NEARBY = 10
 
 
 def _valid(kind: str, found: str) -> bool:
