@@ -39,16 +39,10 @@ class PromptGuardrail:
         if not self._guard.applies(principal.name, principal.team):
             return request
         places, texts = _texts(request.messages)
-        screening = self._guard.screen(texts)
-        if not screening.findings:
+        redacted = self._redacted(principal, texts, "prompt", "The request was refused. ")
+        if redacted is None:
             return request
-        self._observe(screening)
-        log.info("prompt_guardrail", key=principal.name, **screening.as_audit())
-        if screening.action is Action.DENY:
-            raise PromptRefused("The request was refused. " + screening.explain("prompt"))
-        if screening.action is not Action.REDACT:
-            return request
-        return replace(request, messages=_rewritten(request.messages, places, screening.value))
+        return replace(request, messages=_rewritten(request.messages, places, redacted))
 
     def screen_answer(self, principal: Principal, response: ChatResponse) -> ChatResponse:
         """A whole answer as it may go back (``guardrails.prompts.completions``); raises
@@ -58,16 +52,27 @@ class PromptGuardrail:
             return response
         if not self._guard.applies(principal.name, principal.team):
             return response
-        screening = self._guard.screen([text])
+        redacted = self._redacted(principal, [text], "answer", "The answer was withheld. ")
+        if redacted is None:
+            return response
+        return replace(response, message=replace(response.message, content=redacted[0]))
+
+    def _redacted(
+        self, principal: Principal, texts: list[str], where: str, refusal: str
+    ) -> list[str] | None:
+        """The texts redacted where the guardrails ask (None: leave them as they are); each
+        finding is counted and logged; a denial raises ``PromptRefused`` naming its rule."""
+        screening = self._guard.screen(texts)
         if not screening.findings:
-            return response
+            return None
         self._observe(screening)
-        log.info("completion_guardrail", key=principal.name, **screening.as_audit())
+        log.info("prompt_guardrail", key=principal.name, text=where, **screening.as_audit())
         if screening.action is Action.DENY:
-            raise PromptRefused("The answer was withheld. " + screening.explain("answer"))
+            raise PromptRefused(refusal + screening.explain(where))
         if screening.action is not Action.REDACT:
-            return response
-        return replace(response, message=replace(response.message, content=screening.value[0]))
+            return None
+        redacted: list[str] = screening.value
+        return redacted
 
 
 def _texts(messages: tuple[Message, ...]) -> tuple[list[Place], list[str]]:
