@@ -254,9 +254,10 @@ class ToolExecutor:
         self, call: ToolCallView, ticket: Ticket, result: ToolResult
     ) -> tuple[ToolResult, PendingAudit | None]:
         """The result as the guardrails let the model (and the store) have it, and what they
-        found, audited as ``tool_call.result_checked`` with the move that settles the call."""
+        found (or left unscanned), audited as ``tool_call.result_checked`` with the move that
+        settles the call."""
         screened, screening = await self._tools.screen_result(ticket, result)
-        if not screening.findings:
+        if not screening.findings and screening.complete:
             return screened, None
         self._on_screened(screening)
         return screened, PendingAudit(call, "result_checked", None, screening.as_audit())

@@ -61,7 +61,7 @@ class Verdict:
     ``approvals_required``: distinct approvals an allowed call needs before it runs (0: none);
     ``rule``: the approval rule that decided it (None: the tool's own setting); ``ticket``:
     what an allowed call may run; ``screening``: what the guardrails found in the arguments
-    (None: nothing); a hold they ask for shows as ``rule``.
+    (None: nothing found, everything scanned); a hold they ask for shows as ``rule``.
     """
 
     tool: StandardizedTool | None
@@ -158,7 +158,7 @@ def _guarded(verdict: Verdict, tool: StandardizedTool, call: ToolCall, facts: Fa
     """An allowed verdict with what the guardrails make of its arguments: denied, held for
     approval, or let through with its ticket (its arguments redacted where they ask)."""
     screening = _screen(tool, call, facts)
-    if screening is None or not screening.findings:
+    if screening is None or (not screening.findings and screening.complete):
         return replace(verdict, ticket=Ticket(tool, call.arguments))
     if screening.action is Action.DENY:
         reason = f"Tool `{call.name}` denied. " + screening.explain("arguments")
@@ -192,8 +192,8 @@ def _guardrail_rule(screening: Screening, rule: dict[str, Any] | None) -> dict[s
 
 
 def _findings(screening: Screening | None) -> dict[str, object]:
-    """The audit's ``guardrails`` entry: only when something was found."""
-    if screening is None or not screening.findings:
+    """The audit's ``guardrails`` entry: when something was found, or something left unscanned."""
+    if screening is None or (not screening.findings and screening.complete):
         return {}
     return {"guardrails": screening.as_audit()}
 
