@@ -124,7 +124,9 @@ async def serve_chat(request: Request, api: ChatApi[Body]) -> Response:
     # Errors before the first event still get a proper status code; after it, an SSE error.
     routed = await services.router.stream(model, chat_request)
     context.provider = routed.served.provider
-    events = event_stream(routed.first, routed.rest, api.encoder(reply_id, body), context)
+    answer = services.prompt_guard.observed(principal, routed.first, routed.rest)
+    first = await anext(answer)  # the same first event, already here
+    events = event_stream(first, answer, api.encoder(reply_id, body), context)
     return EventStreamResponse(
         services.limits.charge_after(events, principal, routed.served.alias, context),
         headers=served_headers(routed.served),

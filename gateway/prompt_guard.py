@@ -6,7 +6,7 @@ those keys get the same actions."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 
 import structlog
@@ -18,6 +18,8 @@ from llm_service.types import (
     ChatRequest,
     ChatResponse,
     Message,
+    StreamDone,
+    StreamEvent,
     SystemMessage,
     TextPart,
     UserMessage,
@@ -56,6 +58,43 @@ class PromptGuardrail:
         if redacted is None:
             return response
         return replace(response, message=replace(response.message, content=redacted[0]))
+
+    def screen_text(self, principal: Principal, text: str) -> str:
+        """A conversation message as it may go to the model (the conversation API)."""
+        if not self._guard.applies(principal.name, principal.team):
+            return text
+        redacted = self._redacted(principal, [text], "prompt", "The message was refused. ")
+        return text if redacted is None else redacted[0]
+
+    async def observed(
+        self, principal: Principal, first: StreamEvent, rest: AsyncGenerator[StreamEvent, None]
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """A streamed answer's events, passed on as they come; the whole answer, once its last
+        event arrives, is screened for the record only (counted and logged: its text is already
+        with the caller, so it is neither redacted nor refused)."""
+        applies = self._guard.completions and self._guard.applies(principal.name, principal.team)
+        event: StreamEvent | None = first
+        try:
+            while event is not None:
+                if applies and isinstance(event, StreamDone) and event.response.message.content:
+                    self._observed(principal, event.response.message.content)
+                yield event
+                event = await anext(rest, None)
+        finally:
+            await rest.aclose()
+
+    def _observed(self, principal: Principal, text: str) -> None:
+        screening = self._guard.screen([text])
+        if screening.findings:
+            # Counted as observed: nothing was done to the text.
+            observed = {d: (Action.OBSERVE, rule) for d, (_, rule) in screening.actions.items()}
+            self._observe(replace(screening, actions=observed))
+            log.info(
+                "prompt_guardrail",
+                key=principal.name,
+                text="streamed answer",
+                **screening.as_audit(),
+            )
 
     def _redacted(
         self, principal: Principal, texts: list[str], where: str, refusal: str

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import httpx
 import openai
 import pytest
 
@@ -114,3 +115,34 @@ def test_the_responses_api_screens_the_same_prompts(stack: Stack) -> None:
     sent = str(stack.upstream.requests[-1])
     assert KEY not in sent
     assert "[REDACTED:aws_access_key_id]" in sent
+
+
+def test_a_streamed_answer_is_counted_but_passed_as_it_came(stack: Stack) -> None:
+    guarded = stack.gateway.create_key("guarded", ["user"])
+    stack.upstream.queue(FakeReply(text=f"Your key is {KEY}."))
+    sdk = openai.OpenAI(base_url=stack.gateway.v1, api_key=guarded, max_retries=0)
+
+    chunks = sdk.chat.completions.create(
+        model="gpt", messages=[{"role": "user", "content": "my key?"}], stream=True
+    )
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices)
+
+    assert text == f"Your key is {KEY}."
+    metrics = httpx.get(f"{stack.gateway.url}/metrics").text
+    labels = 'action="observe",detector="secrets",direction="prompts"'
+    assert f"llm_gateway_guardrail_findings_total{{{labels}}} 1.0" in metrics
+
+
+def test_a_conversation_message_is_screened_before_the_model_sees_it(stack: Stack) -> None:
+    guarded = stack.gateway.create_key("guarded", ["user"])
+    headers = {"authorization": f"Bearer {guarded}"}
+    created = httpx.post(
+        f"{stack.gateway.v1}/conversations", json={"model": "gpt"}, headers=headers
+    )
+    path = f"{stack.gateway.v1}/conversations/{created.json()['id']}/messages"
+
+    sent = httpx.post(path, json={"content": f"Rotate {KEY} please"}, headers=headers, timeout=30)
+
+    assert sent.status_code == 200, sent.text
+    assert KEY not in stack.sent()
+    assert "[REDACTED:aws_access_key_id]" in stack.sent()
