@@ -90,6 +90,7 @@ bench-tools:
 bench: install bench-tools
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.catalog
+	$(BIN)/python -m bench.guardrails
 	$(MAKE) bench-usage
 
 # The usage API over 10 million usage records on PostgreSQL (127.0.0.1:5432; writes

@@ -22,6 +22,7 @@ from chat_service.transitions import (
     Hold,
     Identity,
     Outcome,
+    PendingAudit,
     Settle,
     Start,
     TimeOut,
@@ -30,6 +31,7 @@ from chat_service.transitions import (
 from db.base import utcnow
 from db.transactions import Operation
 from governance import KeyState, Stage, Ticket, ToolGovernance
+from guardrails import Screening
 from llm_service.spans import span
 from llm_service.types import ImagePart, ToolCall
 from mcp_client.hooks import CallHooks
@@ -56,7 +58,11 @@ class ToolExecutor:
         tracer: Tracer | None = None,
         *,
         listeners: CallListeners | None = None,
+        on_screened: Callable[[Screening], None] | None = None,
     ) -> None:
+        """``on_screened`` hears each guardrail screening that found something: a call's
+        arguments when it is proposed, a result before the model sees it (metrics)."""
+        self._on_screened = on_screened or (lambda _: None)
         self._tracer = tracer or NoOpTracer()
         self._listeners = listeners or CallListeners()
         self._tools = tools
@@ -132,6 +138,8 @@ class ToolExecutor:
             proposal, Stage.PROPOSE, call=call, roles=conversation.roles, key=key
         )
         tool = verdict.tool
+        if verdict.screening is not None:
+            self._on_screened(verdict.screening)
         if verdict.reason is not None or tool is None:
             log.warning("tool_call_denied", tool=call.name, reason=verdict.reason)
             reason = verdict.reason or "denied"
@@ -143,6 +151,7 @@ class ToolExecutor:
                 identity=identity,
                 expires_at=expires_at,
                 approvals_required=verdict.approvals_required,
+                reason=verdict.hold_reason,
                 prior=checked,
             )
             return _Decided([hold])
@@ -230,9 +239,25 @@ class ToolExecutor:
         await self._listeners.call_ended(call, hooks)
         if result.refused is not None:
             log.warning("tool_call_refused", tool=call.tool_name, refused=result.refused)
+        result, checked = await self._screen(call, ticket, result)
         # The images the tool returned go to the model whole, after the text (each provider
         # gets them in the form it accepts, docs/providers.md "Tool results").
         images = tuple(ImagePart(image.data_url) for image in result.images)
         ended = Outcome(result.content, result.is_error, self._clock(), images=images)
-        settle = TimeOut(ended=ended) if timed_out or result.timed_out else Settle(ended=ended)
+        if timed_out or result.timed_out:
+            settle: Transition = TimeOut(ended=ended, prior=checked)
+        else:
+            settle = Settle(ended=ended, prior=checked)
         return settle, await self._calls.move(call.record_id, settle)
+
+    async def _screen(
+        self, call: ToolCallView, ticket: Ticket, result: ToolResult
+    ) -> tuple[ToolResult, PendingAudit | None]:
+        """The result as the guardrails let the model (and the store) have it, and what they
+        found (or left unscanned), audited as ``tool_call.result_checked`` with the move that
+        settles the call."""
+        screened, screening = await self._tools.screen_result(ticket, result)
+        if not screening.findings and screening.complete:
+            return screened, None
+        self._on_screened(screening)
+        return screened, PendingAudit(call, "result_checked", None, screening.as_audit())

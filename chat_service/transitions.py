@@ -194,13 +194,15 @@ class Deny(Transition):
 
 @dataclass(frozen=True, kw_only=True)
 class Hold(Transition):
-    """The call waits for ``approvals_required`` approvals until ``expires_at``."""
+    """The call waits for ``approvals_required`` approvals until ``expires_at``; ``reason``:
+    why, when policy says more than that the tool needs approval (a guardrail's finding)."""
 
     edge = Edge.HOLD
     event = ToolCallAwaitingApproval
     identity: Identity
     expires_at: datetime
     approvals_required: int
+    reason: str | None = None
 
     @property
     def source(self) -> CallState:
@@ -215,6 +217,7 @@ class Hold(Transition):
             **self.identity.columns(),
             "expires_at": self.expires_at,
             "approvals_required": self.approvals_required,
+            **({} if self.reason is None else {"policy_reason": self.reason}),
         }
 
 

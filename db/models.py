@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Float,
     ForeignKey,
@@ -187,7 +188,10 @@ class ConversationEvent(Base):
 
 class AuditEvent(Base):
     __tablename__ = "audit_events"
-    __table_args__ = (Index("ix_audit_events_created", "created_at"),)
+    __table_args__ = (
+        Index("ix_audit_events_created", "created_at"),
+        Index("ix_audit_events_seq", "seq", unique=True),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
@@ -197,6 +201,10 @@ class AuditEvent(Base):
     tool_call_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
     tool_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
     detail: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # The hash chain (db/audit_chain.py): set by the sealer shortly after the event is written.
+    seq: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    prev_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    chain_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class AdminSession(Base):
@@ -248,6 +256,8 @@ class ToolPolicyOverride(Base):
     requires_approval: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     # governance.approval_rules.ApprovalRules as JSON; null follows the config file.
     approval_rules: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # guardrails.ToolGuardrails as JSON (actions per detector and direction); null: the config's.
+    guardrails: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_by_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
 

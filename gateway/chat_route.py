@@ -109,7 +109,7 @@ async def serve_chat(request: Request, api: ChatApi[Body]) -> Response:
     require_chat_model(config)
     context.provider = config.provider  # until a deployment answers
     await services.limits.admit(principal)
-    chat_request = api.to_chat_request(body)
+    chat_request = services.prompt_guard.screen(principal, api.to_chat_request(body))
     reply_id = api.new_reply_id()
     if config.server_tools:
         return await server_tools_answer(services, principal, body, chat_request, reply_id, api=api)
@@ -118,12 +118,15 @@ async def serve_chat(request: Request, api: ChatApi[Body]) -> Response:
         context.provider = served.provider
         context.usage = response.usage
         await services.limits.charge(principal, served.alias, response.usage)
+        response = services.prompt_guard.screen_answer(principal, response)
         return json_response(api.whole(response, reply_id, model), headers=served_headers(served))
 
     # Errors before the first event still get a proper status code; after it, an SSE error.
     routed = await services.router.stream(model, chat_request)
     context.provider = routed.served.provider
-    events = event_stream(routed.first, routed.rest, api.encoder(reply_id, body), context)
+    answer = services.prompt_guard.observed(principal, routed.first, routed.rest)
+    first = await anext(answer)  # the same first event, already here
+    events = event_stream(first, answer, api.encoder(reply_id, body), context)
     return EventStreamResponse(
         services.limits.charge_after(events, principal, routed.served.alias, context),
         headers=served_headers(routed.served),

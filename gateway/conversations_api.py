@@ -88,7 +88,8 @@ async def send_message(request: Request) -> Response:
     await services.limits.admit(principal)
     # Usage is recorded per model call by the turn itself (turns outlive requests), so the
     # request context names no model and the access log records no tokens here.
-    turn = services.turns.start(conversation_id, principal.roles, UserMessage(body.content))
+    content = services.prompt_guard.screen_text(principal, body.content)
+    turn = services.turns.start(conversation_id, principal.roles, UserMessage(content))
     # The first event is awaited here so a busy conversation answers 409, not a broken stream.
     first = await anext(turn)
     if body.stream:

@@ -6,6 +6,7 @@ body, by type: ``REPORTS`` is the one table of statuses, types and codes for eve
     ├── PermissionDenied       the key may not use this model or route
     ├── ResponseNotFound       no stored response of that id for this key
     ├── McpUnavailable         the /mcp endpoint is not serving (no tool catalog)
+    ├── PromptRefused          a chat prompt the guardrails deny (rule and detector named)
     └── TooManyMessages        a Responses chain over ``max_messages``
 
 The body has the OpenAI shape unless the matched route belongs to an API with its own shape
@@ -85,6 +86,11 @@ class McpUnavailable(GatewayError):
     pass
 
 
+class PromptRefused(GatewayError):
+    """A chat prompt the guardrails deny (``guardrails.prompts``): the message names the rule
+    and the detector, never what was found."""
+
+
 class TooManyMessages(GatewayError):
     """``max_messages`` holds for the whole conversation a request sends, stored history too
     (the JSON guard counts only a body's ``messages``)."""
@@ -136,6 +142,7 @@ REPORTS: dict[type[GatewayError], ErrorReport] = {
     ResponseNotFound: R(404, _INVALID, "response_not_found"),
     McpUnavailable: R(503, "service_unavailable", "mcp_unavailable"),
     TooManyMessages: R(413, _INVALID, "too_many_messages"),
+    PromptRefused: R(400, _INVALID, "guardrail_denied"),
     # tool_servers
     ServerConflict: R(409, _INVALID, "server_conflict"),
     ServerNotFound: R(404, _INVALID, "server_not_found"),

@@ -24,6 +24,7 @@ from starlette.responses import Response
 
 from chat_service.tool_call_view import CallState
 from gateway.shutdown import Drain
+from guardrails import Screening
 
 # From 1 ms (the gateway's own answers: 401s, /v1/models, the mock; it adds well under one to a
 # model call) to minutes (long generations).
@@ -99,6 +100,13 @@ class GatewayMetrics:
             "llm_gateway_tool_calls",
             "Tool-call state transitions by tool and the state entered.",
             ("tool", "state"),
+            registry=self.registry,
+        )
+        self.guardrail_findings = Counter(
+            "llm_gateway_guardrail_findings",
+            "Guardrail findings by detector, the action set for it, and what was scanned "
+            "(arguments or results); observe-mode findings count too.",
+            ("detector", "action", "direction"),
             registry=self.registry,
         )
         self.approvals_pending = Gauge(
@@ -194,6 +202,14 @@ class GatewayMetrics:
 
     def observe_tool_call(self, tool: str, state: str) -> None:
         self.tool_calls.labels(tool, state).inc()
+
+    def observe_screening(self, screening: Screening) -> None:
+        """Each finding, by detector, the action its detector had and what was scanned."""
+        for finding in screening.findings:
+            action = screening.actions[finding.detector][0]
+            self.guardrail_findings.labels(
+                finding.detector.value, action.value, screening.direction.value
+            ).inc()
 
     def observe_approval_decision(self, decision: str, seconds: float) -> None:
         self.approval_decision.labels(decision).observe(seconds)

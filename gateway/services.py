@@ -32,13 +32,16 @@ from chat_service.tool_call_view import ToolCallView
 from chat_service.tool_calls import ToolCallStore
 from chat_service.tool_inputs import ToolInputs
 from chat_service.turn import ModelCallObserver, TurnRunner
+from db.audit_chain import AuditSealer
 from db.engine import create_engine, session_factory
 from db.transactions import Transactions
 from gateway.errors import report_of
 from gateway.metrics import GatewayMetrics
+from gateway.prompt_guard import PromptGuardrail
 from gateway.settings import Settings, token_seal
 from gateway.tool_call_events import tool_call_moved
 from governance import ToolGovernance, build_tool_governance
+from guardrails import PromptGuard, Screening
 from llm_service.errors import ModelNotFound
 from llm_service.registry import AdapterFactory, ModelRegistry
 from llm_service.router import Router
@@ -75,6 +78,10 @@ class Services:
     sign_in: SignInThrottle
     notifier: Notifier
     retention: RetentionJob
+    audit_sealer: AuditSealer
+    prompt_guard: PromptGuardrail
+    # Hears each guardrail screening that found something (the metrics): every tool-call path.
+    on_screened: Callable[[Screening], None]
     oidc: OidcClient | None  # admin sign-in with SSO, when configured
 
     @classmethod
@@ -143,6 +150,7 @@ class Services:
             policies=settings.tool_policies,
             keys=keys,
             on_review_requested=notifier.review_requested,
+            guardrails=settings.guardrails,
         )
         await governance.start()
         loop_settings = settings.tool_loop
@@ -164,7 +172,12 @@ class Services:
             store=conversations,
             calls=tool_calls,
             executor=ToolExecutor(
-                governance, tool_calls, loop_settings, tracer=tracer, listeners=listeners
+                governance,
+                tool_calls,
+                loop_settings,
+                tracer=tracer,
+                listeners=listeners,
+                on_screened=metrics.observe_screening,
             ),
             router=router,
             tools=governance,
@@ -191,6 +204,8 @@ class Services:
             responses_days=settings.responses_retention_days,
         )
         retention.start()
+        audit_sealer = AuditSealer(sessions, settings.audit_seal_seconds)
+        audit_sealer.start()
         return cls(
             settings=settings,
             engine=engine,
@@ -218,10 +233,17 @@ class Services:
                 MemoryCounters(),
             ),
             retention=retention,
+            audit_sealer=audit_sealer,
+            on_screened=metrics.observe_screening,
+            prompt_guard=PromptGuardrail(
+                PromptGuard(settings.guardrails.prompts, settings.guardrails.max_scan_chars),
+                metrics.observe_screening,
+            ),
             oidc=oidc,
         )
 
     async def stop(self) -> None:
+        await self.audit_sealer.aclose()
         await self.retention.aclose()
         await self.background.aclose()
         await self.notifier.aclose()

@@ -37,6 +37,7 @@ from gateway.settings_env import (
 )
 from gateway.tracing import TracingSettings
 from governance import PinningSettings, ToolPolicySettings
+from guardrails import GuardrailSettings
 from llm_service.config import ModelConfig
 from mcp_client.config import AuthorizationCodeAuth, CatalogSettings, MCPServerConfig
 from notifications.config import NotificationSettings
@@ -104,6 +105,11 @@ class Settings(BaseSettings):
     audit_retention_days: int | None = Field(
         None, gt=0, description="audit events older than this are deleted; unset: kept"
     )
+    audit_seal_seconds: float = Field(
+        2.0,
+        gt=0,
+        description="how soon a new audit event is sealed into the hash chain (docs/guardrails.md)",
+    )
     responses_retention_days: int | None = Field(
         None, gt=0, description="stored /v1/responses answers older than this are deleted"
     )
@@ -135,6 +141,11 @@ class Settings(BaseSettings):
     admin_ui: AdminUISettings = Field(default_factory=AdminUISettings)
     tool_pinning: PinningSettings = Field(default_factory=PinningSettings)
     tool_policies: ToolPolicySettings = Field(default_factory=ToolPolicySettings)
+    guardrails: GuardrailSettings = Field(
+        default_factory=GuardrailSettings,
+        description="detectors on tool arguments and results (docs/guardrails.md); unset: a "
+        "secret in arguments holds the call, one in a result is redacted, the rest observed",
+    )
     notifications: NotificationSettings = Field(default_factory=NotificationSettings)
     mcp_server: McpServerSettings = Field(default_factory=McpServerSettings)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence, Set
 
+import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from governance.keys import KeyDirectory
@@ -12,6 +13,7 @@ from governance.pinning import Pinning, PinningSettings, ReviewObserver
 from governance.pins import ToolPins
 from governance.policies import AppliedPolicies, ToolPolicies, ToolPolicySettings
 from governance.tool_governance import ToolGovernance
+from guardrails import Guardrails, GuardrailSettings, HttpClassifier
 from mcp_client.config import CatalogSettings, MCPServerConfig
 from mcp_client.types import ToolCatalog
 
@@ -27,11 +29,14 @@ def build_tool_governance(
     policies: ToolPolicySettings,
     keys: KeyDirectory | None = None,
     on_review_requested: ReviewObserver | None = None,
+    guardrails: GuardrailSettings | None = None,
 ) -> ToolGovernance:
     """What principals may see and run of the ``catalog``'s tools
     (``trusted``: the servers whose tools skip review, asked each time). ``keys`` answers for the
     requester's key at every decision (None: the roles given are used);
-    ``on_review_requested`` hears of each definition newly held for review."""
+    ``on_review_requested`` hears of each definition newly held for review; ``guardrails``
+    screen arguments and results (None: the secure defaults)."""
+    settings = guardrails or GuardrailSettings()
     return ToolGovernance(
         catalog,
         catalog_settings=catalog_settings,
@@ -40,4 +45,8 @@ def build_tool_governance(
         pinning=Pinning(ToolPins(sessions), pinning, trusted, on_review_requested),
         config_servers=config_servers,
         keys=keys,
+        guardrails=Guardrails(settings),
+        classifier=None
+        if settings.classifier is None
+        else HttpClassifier(settings.classifier, httpx.AsyncClient()),
     )

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from db.base import utcnow
 from db.models import AuditEvent, ToolPolicyOverride
 from governance.approval_rules import ApprovalRules, ConfiguredRules
+from guardrails import Actions, ToolGuardrails
 from mcp_client.types import StandardizedTool
 
 
@@ -64,6 +65,7 @@ class ToolPolicy:
     roles: frozenset[str] | None = None
     requires_approval: bool | None = None
     approval_rules: ApprovalRules | None = None
+    guardrails: Actions | None = None
 
     def apply(self, tool: StandardizedTool) -> StandardizedTool:
         return replace(
@@ -83,7 +85,15 @@ class ToolPolicy:
             "approval_rules": (
                 self.approval_rules.model_dump() if self.approval_rules is not None else None
             ),
+            "guardrails": _guardrails_json(self.guardrails),
         }
+
+
+def _guardrails_json(actions: Actions | None) -> dict[str, Any] | None:
+    if actions is None:
+        return None
+    dumped: dict[str, Any] = ToolGuardrails(actions).model_dump(mode="json")
+    return dumped
 
 
 def _policy(row: ToolPolicyOverride) -> ToolPolicy:
@@ -96,6 +106,7 @@ def _policy(row: ToolPolicyOverride) -> ToolPolicy:
         ApprovalRules.model_validate(row.approval_rules)
         if row.approval_rules is not None
         else None,
+        ToolGuardrails.model_validate(row.guardrails).root if row.guardrails is not None else None,
     )
 
 
@@ -132,6 +143,12 @@ class ToolPolicies:
                 row.approval_rules = (
                     None if rules is None else ApprovalRules.model_validate(rules).model_dump()
                 )
+            if "guardrails" in changes:
+                row.guardrails = _guardrails_json(
+                    None
+                    if changes["guardrails"] is None
+                    else ToolGuardrails.model_validate(changes["guardrails"]).root
+                )
             row.updated_at = self._clock()
             row.updated_by_key_id = actor_key_id
             policy = _policy(row)
@@ -163,6 +180,7 @@ class ToolPolicies:
                 row.roles = legacy.roles
                 row.requires_approval = legacy.requires_approval
                 row.approval_rules = legacy.approval_rules
+                row.guardrails = legacy.guardrails
             session.add(row)
         if legacy is not None:
             await session.delete(legacy)
@@ -207,6 +225,11 @@ class AppliedPolicies:
     def apply(self, tool: StandardizedTool) -> StandardizedTool:
         policy = self.stored(tool)
         return tool if policy is None else policy.apply(tool)
+
+    def guardrails(self, tool: StandardizedTool) -> Actions | None:
+        """An admin's guardrail actions for the tool (None: the config's rules alone)."""
+        policy = self.stored(tool)
+        return None if policy is None else policy.guardrails
 
     def approval_rules(self, tool: StandardizedTool) -> ApprovalRules | None:
         """The tool's approval rules: an admin's when set, else the config file's."""

@@ -20,9 +20,21 @@ from governance.pinning import Pinning
 from governance.pins import PinStatus, PinView
 from governance.policies import AppliedPolicies, ToolPolicy, ToolPolicySettings
 from governance.verdict import Facts, Ticket, Verdict, judge
+from guardrails import (
+    Action,
+    Actions,
+    Detector,
+    Direction,
+    Finding,
+    Guardrails,
+    HttpClassifier,
+    Screening,
+    redact_value,
+)
 from llm_service.types import ToolCall
 from mcp_client.config import CatalogSettings, MCPServerConfig
 from mcp_client.hooks import NO_HOOKS, CallHooks
+from mcp_client.index import in_bundle
 from mcp_client.types import (
     CatalogPart,
     PartedCatalog,
@@ -53,8 +65,12 @@ class ToolGovernance:
         pinning: Pinning,
         config_servers: Sequence[MCPServerConfig] = (),
         keys: KeyDirectory | None = None,
+        guardrails: Guardrails | None = None,
+        classifier: HttpClassifier | None = None,
     ) -> None:
         self._catalog = catalog
+        self._guardrails = guardrails
+        self._classifier = classifier
         self._config_servers = {server.name: server for server in config_servers}
         self._keys = keys
         self._checks: dict[str, ArgumentCheck] = {}  # by definition hash: compiled once
@@ -90,6 +106,8 @@ class ToolGovernance:
     async def aclose(self) -> None:
         for refresher in reversed(self._refreshers):
             await refresher.aclose()
+        if self._classifier is not None:
+            await self._classifier.aclose()
 
     # -- which tools there are, and who may see them
 
@@ -198,7 +216,13 @@ class ToolGovernance:
             proposed_hash=proposed_hash,
             check=check,
             rules=None if tool is None else self._policies.approval_rules(tool),
+            guardrails=self._guardrails,
+            bundles=frozenset() if tool is None else self._bundles_of(tool),
+            admin_guardrails=None if tool is None else self._policies.guardrails(tool),
         )
+
+    def _bundles_of(self, tool: StandardizedTool) -> frozenset[str]:
+        return frozenset(bundle.name for bundle in self._bundles if in_bundle(tool, bundle))
 
     def _degraded(self, server: str) -> bool:
         health = self._catalog.status().get(server)
@@ -220,7 +244,81 @@ class ToolGovernance:
         requests for input."""
         return await self._catalog.run(ticket.tool, ticket.arguments, timeout, hooks=hooks)
 
+    # -- guardrails on what tools return
+
+    async def screen_result(
+        self, ticket: Ticket, result: ToolResult
+    ) -> tuple[ToolResult, Screening]:
+        """What the model may see of a result, by the guardrails for the ticket's tool:
+        redacted, withheld (a denial names the rule and detector), cut past the scan budget,
+        or as it came. Structured content goes when the text was changed: the model sees one
+        account, the screened one. Without guardrails the result passes unscreened."""
+        tool = ticket.tool
+        if self._guardrails is None:
+            return result, Screening(Direction.RESULTS)
+        bundles, admin = self._bundles_of(tool), self._policies.guardrails(tool)
+        screening = self._guardrails.screen_result(
+            result.content,
+            tool.server,
+            tool.original_name,
+            bundles,
+            admin,
+            extra=await self._classified(result.content, tool, bundles, admin),
+        )
+        if screening.action is Action.DENY:
+            withheld = f"The result of `{tool.name}` was withheld. " + screening.explain("result")
+            return replace(
+                result, content=withheld, is_error=True, structured=None, images=()
+            ), screening
+        if screening.value != result.content:
+            return replace(result, content=screening.value, structured=None), screening
+        return result, screening
+
+    async def _classified(
+        self, text: str, tool: StandardizedTool, bundles: frozenset[str], admin: Actions | None
+    ) -> tuple[Finding, ...]:
+        """The external classifier's findings, asked only where the injection detector runs."""
+        if self._classifier is None or self._guardrails is None or not text:
+            return ()
+        actions = self._guardrails.actions(
+            Direction.RESULTS, tool.server, tool.original_name, bundles, admin
+        )
+        if actions[Detector.INJECTION][0] is Action.ALLOW:
+            return ()
+        return await self._classifier.findings(text, tool.server, tool.original_name)
+
+    def screen_arguments(self, tool: StandardizedTool, arguments: dict[str, Any]) -> Screening:
+        """What the guardrails find in a call's arguments, with the arguments as a reviewer may
+        see them (each finding redacted, whatever the action): for the approval card."""
+        if self._guardrails is None:
+            return Screening(Direction.ARGUMENTS, value=arguments)
+        screening = self._guardrails.screen_arguments(
+            arguments,
+            tool.server,
+            tool.original_name,
+            self._bundles_of(tool),
+            self._policies.guardrails(tool),
+        )
+        return replace(screening, value=redact_value(arguments, screening.findings))
+
     # -- admins' tool policies
+
+    def guardrail_actions(self, tool: StandardizedTool) -> dict[str, dict[str, dict[str, str]]]:
+        """The guardrails in force for the tool, per direction and detector: the action and
+        the rule that set it (for the admin API and the Tools page)."""
+        if self._guardrails is None:
+            return {}
+        admin = self._policies.guardrails(tool)
+        bundles = self._bundles_of(tool)
+        return {
+            direction.value: {
+                detector.value: {"action": action.value, "rule": rule}
+                for detector, (action, rule) in self._guardrails.actions(
+                    direction, tool.server, tool.original_name, bundles, admin
+                ).items()
+            }
+            for direction in (Direction.ARGUMENTS, Direction.RESULTS)
+        }
 
     def admin_policy(self, name: str) -> ToolPolicy | None:
         """The policy an admin stored for the tool of this catalog name, if any (the config

@@ -13,6 +13,7 @@ from typing import Any
 
 from governance.approval_rules import ApprovalRules, approval_need
 from governance.keys import KeyState
+from guardrails import Action, Actions, Guardrails, Screening
 from llm_service.types import ToolCall
 from mcp_client.types import StandardizedTool
 from mcp_client.validation import ArgumentCheck
@@ -39,6 +40,7 @@ class Denial(StrEnum):
     ARGUMENTS_NOT_AN_OBJECT = "arguments_not_an_object"
     INVALID_SCHEMA = "invalid_schema"
     INVALID_ARGUMENTS = "invalid_arguments"
+    GUARDRAIL = "guardrail"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +60,8 @@ class Verdict:
     ``tool`` is the tool as policy has it; None when no tool of that name exists.
     ``approvals_required``: distinct approvals an allowed call needs before it runs (0: none);
     ``rule``: the approval rule that decided it (None: the tool's own setting); ``ticket``:
-    what an allowed call may run.
+    what an allowed call may run; ``screening``: what the guardrails found in the arguments
+    (None: nothing found, everything scanned); a hold they ask for shows as ``rule``.
     """
 
     tool: StandardizedTool | None
@@ -67,10 +70,20 @@ class Verdict:
     approvals_required: int = 0
     rule: dict[str, Any] | None = None
     ticket: Ticket | None = None
+    screening: Screening | None = None
 
     @property
     def allowed(self) -> bool:
         return self.denial is None
+
+    @property
+    def hold_reason(self) -> str | None:
+        """Why the guardrails hold an allowed call for approval (rule, detector, what and
+        where), None when they do not."""
+        rule = self.rule or {}
+        held = rule.get("guardrail_hold", rule)
+        why = held.get("why") if "guardrail" in held else None
+        return why if isinstance(why, str) else None
 
     @property
     def requires_approval(self) -> bool:
@@ -85,6 +98,7 @@ class Verdict:
             "reason": self.reason,
             "approvals_required": self.approvals_required,
             "rule": self.rule,
+            **_findings(self.screening),
         }
 
 
@@ -97,7 +111,9 @@ class Facts:
     dropped, the server it had) is degraded; ``key``: the requester's key now (None: the key is
     unknown); ``proposed_hash``: the definition the call was proposed against (None at proposal);
     ``check``: the compiled argument check of this definition; ``rules``: the tool's approval
-    rules (None: none set).
+    rules (None: none set); ``guardrails``: what screens the arguments (None: nothing), with
+    the ``bundles`` the tool is in (their rules select it) and an admin's actions for it
+    (``admin_guardrails``, over every rule).
     """
 
     tool: StandardizedTool | None
@@ -107,6 +123,9 @@ class Facts:
     proposed_hash: str | None
     check: ArgumentCheck | None
     rules: ApprovalRules | None = None
+    guardrails: Guardrails | None = None
+    bundles: frozenset[str] = frozenset()
+    admin_guardrails: Actions | None = None
 
 
 def judge(call: ToolCall, facts: Facts, roles: Iterable[str] | None) -> Verdict:
@@ -131,8 +150,52 @@ def judge(call: ToolCall, facts: Facts, roles: Iterable[str] | None) -> Verdict:
         return verdict
     requires = tool.requires_approval and not tool.auto_approved
     need = approval_need(facts.rules, call.arguments, tool.parameters, requires)
-    ticket = Ticket(tool, call.arguments)
-    return replace(verdict, approvals_required=need.approvals, rule=need.rule, ticket=ticket)
+    verdict = replace(verdict, approvals_required=need.approvals, rule=need.rule)
+    return _guarded(verdict, tool, call, facts)
+
+
+def _guarded(verdict: Verdict, tool: StandardizedTool, call: ToolCall, facts: Facts) -> Verdict:
+    """An allowed verdict with what the guardrails make of its arguments: denied, held for
+    approval, or let through with its ticket (its arguments redacted where they ask)."""
+    screening = _screen(tool, call, facts)
+    if screening is None or (not screening.findings and screening.complete):
+        return replace(verdict, ticket=Ticket(tool, call.arguments))
+    if screening.action is Action.DENY:
+        reason = f"Tool `{call.name}` denied. " + screening.explain("arguments")
+        return Verdict(tool, Denial.GUARDRAIL, reason, screening=screening)
+    if screening.action is Action.HOLD:
+        rule = _guardrail_rule(screening, verdict.rule)
+        verdict = replace(verdict, approvals_required=max(verdict.approvals_required, 1), rule=rule)
+    return replace(verdict, ticket=Ticket(tool, screening.value), screening=screening)
+
+
+def _screen(tool: StandardizedTool, call: ToolCall, facts: Facts) -> Screening | None:
+    """The guardrails' answer on the arguments, by the tool's identity (server, its name
+    there) and bundles; decided anew at every stage like the rest."""
+    if facts.guardrails is None:
+        return None
+    return facts.guardrails.screen_arguments(
+        call.arguments, tool.server, tool.original_name, facts.bundles, facts.admin_guardrails
+    )
+
+
+def _guardrail_rule(screening: Screening, rule: dict[str, Any] | None) -> dict[str, Any]:
+    """What the card, the audit and the API show for a hold the guardrails asked for: the rule
+    and detector, what was found and where (never the value), beside any approval rule."""
+    held = {
+        "guardrail": screening.rule,
+        "detector": None if screening.detector is None else screening.detector.value,
+        "why": screening.explain("arguments"),
+        "findings": [finding.as_audit() for finding in screening.decisive()],
+    }
+    return held if rule is None else {**rule, "guardrail_hold": held}
+
+
+def _findings(screening: Screening | None) -> dict[str, object]:
+    """The audit's ``guardrails`` entry: when something was found, or something left unscanned."""
+    if screening is None or (not screening.findings and screening.complete):
+        return {}
+    return {"guardrails": screening.as_audit()}
 
 
 def _tool_verdict(call: ToolCall, facts: Facts) -> Verdict | None:

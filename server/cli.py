@@ -1,4 +1,6 @@
-"""``llm-gateway``: serve, migrate, manage API keys. The only place that reads the environment."""
+"""``llm-gateway``: serve, migrate, manage API keys, verify the audit chain.
+
+The only place that reads the environment."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 from sqlalchemy.exc import DBAPIError
 
 from accounts.keys import KeyStore
+from db.audit_chain import verify
 from db.engine import create_engine, session_factory
 from gateway.database_check import unreachable_reason
 from gateway.settings import ConfigError, Settings, load_settings
@@ -57,6 +60,16 @@ def _parser() -> argparse.ArgumentParser:
     with_config(keys.add_parser("list", help="list keys (never their values)"))
     revoke = with_config(keys.add_parser("revoke", help="revoke a key by id"))
     revoke.add_argument("id", type=int)
+
+    audit = commands.add_parser("audit", help="the audit log").add_subparsers(
+        dest="audit_command", required=True
+    )
+    with_config(
+        audit.add_parser(
+            "verify",
+            help="walk the audit hash chain; names the first broken link (exit 1 when broken)",
+        )
+    )
 
     conformance = commands.add_parser(
         "mcp-conformance-client",
@@ -109,6 +122,8 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
     if args.command in ("migrate", "downgrade"):
         return _migrate(settings, args)
     try:
+        if args.command == "audit":
+            return asyncio.run(_audit_verify(settings))
         return asyncio.run(_keys(settings, args))
     except DBAPIError as exc:
         print(
@@ -216,6 +231,23 @@ async def _keys(settings: Settings, args: argparse.Namespace) -> int:
             return 1
     finally:
         await engine.dispose()
+    return 0
+
+
+async def _audit_verify(settings: Settings) -> int:
+    engine = create_engine(settings.database_url, settings.database_pool)
+    try:
+        state = await verify(session_factory(engine))
+    finally:
+        await engine.dispose()
+    print(f"sealed events: {state.sealed}; not sealed yet: {state.unsealed}")
+    if not state.intact:
+        print(
+            f"BROKEN at seq {state.broken_at} (audit event id {state.broken_event_id}): "
+            f"{state.problem}; the chain is intact up to seq {state.head_seq}"
+        )
+        return 1
+    print(f"intact; head: seq {state.head_seq} hash {state.head_hash}")
     return 0
 
 

@@ -22,6 +22,7 @@ OUTSIDE_THE_RULE = frozenset({"tests", "bench", "clients"})
 # gateway -> notifications -> accounts -> governance; gateway -> chat_service -> governance ->
 # mcp_client; gateway -> tool_servers -> mcp_client (governance does not know tool_servers);
 # chat_service -> llm_service; adapters -> llm_service (llm_service never imports adapters);
+# governance -> guardrails (pure: imports none of the others);
 # db below all; mcp_client imports none of the others; migrations only db (and the CLI runs them).
 _BELOW_THE_EDGES = frozenset(
     {
@@ -29,6 +30,7 @@ _BELOW_THE_EDGES = frozenset(
         "accounts",
         "chat_service",
         "governance",
+        "guardrails",
         "tool_servers",
         "llm_service",
         "mcp_client",
@@ -46,6 +48,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
             "accounts",
             "chat_service",
             "governance",
+            "guardrails",
             "tool_servers",
             "llm_service",
             "mcp_client",
@@ -56,8 +59,9 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     ),
     "notifications": frozenset({"accounts", "chat_service", "governance", "db"}),
     "accounts": frozenset({"governance", "llm_service", "db"}),
-    "chat_service": frozenset({"governance", "llm_service", "mcp_client", "db"}),
-    "governance": frozenset({"llm_service", "mcp_client", "db"}),
+    "chat_service": frozenset({"governance", "guardrails", "llm_service", "mcp_client", "db"}),
+    "governance": frozenset({"guardrails", "llm_service", "mcp_client", "db"}),
+    "guardrails": frozenset(),
     "tool_servers": frozenset({"llm_service", "mcp_client", "db"}),
     "adapters": frozenset({"llm_service", "db"}),
     "llm_service": frozenset({"db"}),

@@ -11,6 +11,7 @@ from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.responses import Response
 
+from db.audit_chain import verify
 from db.base import MAX_ROW_ID
 from db.models import ApiKey, AuditEvent
 from gateway.auth import AdminPrincipal, ServicesDep
@@ -95,6 +96,13 @@ class AuditQuery(BaseModel):
         None, ge=1, le=MAX_ROW_ID, description="`next_before` of the previous page"
     )
     limit: int = Field(50, ge=1, le=MAX_PAGE)
+
+
+@router.get("/chain")
+async def audit_chain(principal: AdminPrincipal, services: ServicesDep) -> Response:
+    """The hash chain's state over the whole log (`llm-gateway audit verify` does the same)."""
+    state = await verify(services.sessions)
+    return json_response({"object": "audit_chain", **state.as_json()})
 
 
 @router.get("")

@@ -14,6 +14,7 @@ from gateway.responses import json_response
 from gateway.services import Services
 from governance import ApprovalRules, ToolGovernance
 from governance.errors import ToolNotFound
+from guardrails import ToolGuardrails
 from llm_service.errors import InvalidRequest
 from mcp_client.types import StandardizedTool
 from tool_servers import ToolServers
@@ -31,6 +32,11 @@ class PolicyChange(BaseModel):
     requires_approval: bool | None = None
     approval_rules: ApprovalRules | None = Field(
         None, description="auto-approve conditions, thresholds, approvers (null: the config's)"
+    )
+    guardrails: ToolGuardrails | None = Field(
+        None,
+        description="guardrail actions per detector and direction, over every config rule, "
+        'e.g. {"secrets": {"results": "allow"}} (null: the config\'s alone)',
     )
 
 
@@ -60,6 +66,7 @@ def tool_policy_json(tools: ToolGovernance, tool: StandardizedTool) -> dict[str,
             "auto_approved": tool.auto_approved,
             "approval_rules": rules.model_dump() if rules is not None else None,
             "held_for_review": tools.held_for_review(tool),
+            "guardrails": tools.guardrail_actions(tool),
             "admin_override": stored.to_json() if stored is not None else None,
         },
     }

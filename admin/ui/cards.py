@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from admin.ui.card_details import (
     ArgumentRow,
@@ -51,6 +52,10 @@ class CallCard:
     requester_owner: str | None
     requester_roles: tuple[str, ...]
     decisions: DecisionCounts
+    # The arguments as the reviewer sees them: each guardrail finding redacted, so the card
+    # shows what was found and where, never the secret itself.
+    shown_arguments: dict[str, Any]
+    findings: list[dict[str, object]]
 
 
 def _text(message: Message) -> str:
@@ -121,6 +126,8 @@ async def build_cards(services: Services, calls: list[ToolCallView]) -> list[Cal
         leading = _leading_messages(context.messages[call.conversation_id], call.call_id)
         tool = services.tools.tool(call.tool_name)
         key = keys.get(call.requested_by_key_id)
+        screening = None if tool is None else services.tools.screen_arguments(tool, call.arguments)
+        shown = call.arguments if screening is None else screening.value
         cards.append(
             CallCard(
                 call=call,
@@ -132,10 +139,12 @@ async def build_cards(services: Services, calls: list[ToolCallView]) -> list[Cal
                 model=context.models.get(call.conversation_id, ""),
                 tool_description=tool.description if tool else None,
                 hints=hints(tool.annotations) if tool else [],
-                arguments=argument_rows(tool.parameters if tool else None, call.arguments),
+                arguments=argument_rows(tool.parameters if tool else None, shown),
                 requester_owner=key.owner if key else None,
                 requester_roles=key.roles if key else (),
                 decisions=counts[call.tool_name],
+                shown_arguments=shown,
+                findings=[] if screening is None else screening.audit_findings(),
             )
         )
     return cards

@@ -14,9 +14,14 @@ from admin.api.keys import stored_changes, validate_roles
 from admin.ui.rendering import render
 from admin.ui.security import SecuredRoute, SignedIn, check_csrf
 from admin.ui.spend_pages import first_error, form_changes, spend_this_month
+from db.audit_chain import verify
 from db.base import MAX_ROW_ID, utcnow
 from gateway.auth import ServicesDep
 from llm_service.errors import GatewayError, InvalidRequest
+
+# The audit page checks the newest events of the hash chain on each view (the whole chain:
+# `llm-gateway audit verify` or GET /v1/admin/audit/chain).
+CHAIN_CHECKED_ON_PAGE = 10_000
 
 router = APIRouter(prefix="/admin", route_class=SecuredRoute, include_in_schema=False)
 
@@ -98,7 +103,8 @@ async def audit_log(
     wanted = AuditFilter(tool or None, conversation or None, None, action or None, before)
     page = await audit_page(services.sessions, wanted)
     names = {info.id: f"{info.name} ({info.owner})" for info in await services.keys.list()}
-    context = {"page": page, "wanted": wanted, "names": names}
+    chain = await verify(services.sessions, latest=CHAIN_CHECKED_ON_PAGE)
+    context = {"page": page, "wanted": wanted, "names": names, "chain": chain}
     return render(request, "audit.html", context, session)
 
 

@@ -1,5 +1,5 @@
 """The Tools page: every tool with its policy, which an admin edits here (enable or disable,
-roles, approval, approval rules) through the same audited change as
+roles, approval, approval rules, guardrails) through the same audited change as
 ``PUT /v1/admin/tools/{name}/policy``."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Form, Request
+from pydantic import ValidationError
 from starlette.responses import RedirectResponse, Response
 
 from admin.api.compatibility import configured_providers, report
@@ -19,6 +20,7 @@ from admin.ui.sessions import SessionInfo
 from gateway.auth import ServicesDep
 from gateway.errors import report_of
 from gateway.services import Services
+from guardrails import Detector, ToolGuardrails
 from llm_service.errors import GatewayError
 
 router = APIRouter(prefix="/admin", route_class=SecuredRoute, include_in_schema=False)
@@ -28,7 +30,10 @@ NOTICES = {
     "unchanged": "Nothing changed.",
     "reset": "The tool follows the config file again.",
     "rules": "Approval rules saved: they apply at once here, and on other replicas within seconds.",
+    "guardrails": "Guardrails saved: they apply at once here, and on other replicas in seconds.",
 }
+# The guardrail selects of a tool's form: one per detector and direction, named `detector__dir`.
+GUARDRAIL_FIELDS = [(d, direction) for d in Detector for direction in ("arguments", "results")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +81,7 @@ async def _changed(
         return _tools_page(request, services, session, refused)
     done = "reset" if changes and all(v is None for v in changes.values()) else "saved"
     done = "rules" if list(changes) == ["approval_rules"] and changes["approval_rules"] else done
+    done = "guardrails" if list(changes) == ["guardrails"] and changes["guardrails"] else done
     return RedirectResponse(f"/admin/tools?done={done}#tool-{name}", status_code=303)
 
 
@@ -138,7 +144,13 @@ async def reset_policy(
     csrf_token: Annotated[str, Form(max_length=100)] = "",
 ) -> Response:
     check_csrf(session, csrf_token)
-    changes = {"enabled": None, "roles": None, "requires_approval": None, "approval_rules": None}
+    changes = {
+        "enabled": None,
+        "roles": None,
+        "requires_approval": None,
+        "approval_rules": None,
+        "guardrails": None,
+    }
     return await _changed(request, services=services, session=session, name=name, changes=changes)
 
 
@@ -162,4 +174,31 @@ async def edit_rules(
         refused = Refused(name, f"`{name}`: {exc.message}", report_of(exc).status)
         return _tools_page(request, services, session, refused)
     changes: dict[str, Any] = {"approval_rules": rules.model_dump()}
+    return await _changed(request, services=services, session=session, name=name, changes=changes)
+
+
+@router.post("/tools/{name}/guardrails")
+async def edit_guardrails(
+    request: Request,
+    name: str,
+    services: ServicesDep,
+    session: SignedIn,
+    *,
+    csrf_token: Annotated[str, Form(max_length=100)] = "",
+) -> Response:
+    """The admin's guardrail actions for the tool, over every config rule (a select left on
+    "as configured" leaves that detector and direction to the config)."""
+    check_csrf(session, csrf_token)
+    form = await request.form()
+    chosen: dict[str, dict[str, str]] = {}
+    for detector, direction in GUARDRAIL_FIELDS:
+        value = form.get(f"{detector.value}__{direction}")
+        if isinstance(value, str) and value:
+            chosen.setdefault(detector.value, {})[direction] = value
+    try:
+        actions = ToolGuardrails.model_validate(chosen).model_dump(mode="json") if chosen else None
+    except ValidationError as exc:
+        message = f"`{name}`: guardrails: {exc.errors()[0]['msg']}"
+        return _tools_page(request, services, session, Refused(name, message, 400))
+    changes: dict[str, Any] = {"guardrails": actions}
     return await _changed(request, services=services, session=session, name=name, changes=changes)

@@ -30,6 +30,7 @@ from chat_service.transitions import Cancel, Outcome, Settle
 from db.base import utcnow
 from db.models import Conversation, ToolCallRecord
 from governance import ToolGovernance
+from guardrails import Screening
 from llm_service.types import ToolCall
 
 # The conversation's model: these calls came from an MCP client, not from a model.
@@ -51,12 +52,15 @@ class GovernedCalls:
         settings: ToolLoopSettings,
         sessions: async_sessionmaker[AsyncSession],
         tracer: Tracer | None = None,
+        on_screened: Callable[[Screening], None] | None = None,
     ) -> None:
         self._sessions = sessions
         self._calls = calls
         self._conversations = conversations
         listeners = CallListeners(progress_interval_seconds=settings.progress_interval_seconds)
-        self._executor = ToolExecutor(tools, calls, settings, tracer=tracer, listeners=listeners)
+        self._executor = ToolExecutor(
+            tools, calls, settings, tracer=tracer, listeners=listeners, on_screened=on_screened
+        )
 
     async def propose(
         self,

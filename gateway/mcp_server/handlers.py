@@ -64,6 +64,7 @@ class McpHandlers:
             settings=services.settings.tool_loop,
             sessions=services.sessions,
             tracer=tracer,
+            on_screened=services.on_screened,
         )
         self._running: set[asyncio.Task[types.CallToolResult]] = set()  # kept till done
         self._in_flight = InFlight()

@@ -99,13 +99,16 @@ async def create_response(request: Request) -> Response:
     await services.limits.admit(principal)
     if services.router.serves_responses(body.model):
         return await _passed_through(services, principal, turn, mapped, context)
-    chat_request = _chat_request(body, conversation, tools, _format_for(config, body))
+    chat_request = services.prompt_guard.screen(
+        principal, _chat_request(body, conversation, tools, _format_for(config, body))
+    )
     response_id = new_id("resp")
     if not body.stream:
         answer, served = await services.router.complete(body.model, chat_request)
         context.provider = served.provider
         context.usage = answer.usage
         await services.limits.charge(principal, served.alias, answer.usage)
+        answer = services.prompt_guard.screen_answer(principal, answer)
         payload = whole_response_json(answer, response_id, body)
         await turn.finished(payload)
         return json_response(payload, headers=served_headers(served))

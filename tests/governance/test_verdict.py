@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from governance import Denial, Ticket, Verdict
+from governance import Denial, Stage, Ticket, Verdict
+from governance.verdict import Facts, judge
+from guardrails import Guardrails, GuardrailSettings
 from llm_service.types import ToolCall
+from mcp_client.types import StandardizedTool
 from tests.governance.conftest import GovernedFactory
 
 
@@ -62,3 +65,27 @@ async def test_each_denial_has_its_kind_and_reason(governed: GovernedFactory) ->
             assert not verdict.requires_approval
         assert gov.tools.may_run(call("no_such_tool"), ["user"]).tool is None
         assert gov.tools.may_run(call("admin_only"), ["admin"]).allowed
+
+
+def test_arguments_past_the_scan_budget_are_audited_as_not_wholly_scanned() -> None:
+    schema = {"type": "object", "properties": {"blob": {"type": "string"}}}
+    tool = StandardizedTool(
+        "store", "Stores a blob.", schema, "desk", "store", "h1", roles=frozenset({"user"})
+    )
+    facts = Facts(
+        tool=tool,
+        held=False,
+        server_down=False,
+        key=None,
+        proposed_hash=None,
+        check=None,
+        guardrails=Guardrails(GuardrailSettings(max_scan_chars=1024)),
+    )
+    blob = "word " * 1000
+
+    verdict = judge(call("store", {"blob": blob}), facts, ["user"])
+
+    assert verdict.ticket == Ticket(tool, {"blob": blob})  # arguments are never cut
+    audit = verdict.as_audit(Stage.PROPOSE)["guardrails"]
+    assert isinstance(audit, dict)
+    assert (audit["complete"], audit["findings"]) == (False, [])

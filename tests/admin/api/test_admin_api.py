@@ -144,7 +144,12 @@ def test_tools_show_their_effective_policy_and_servers_their_status(
         "auto_approved": False,
         "approval_rules": None,
         "held_for_review": False,
+        "guardrails": tools["transfer_money"]["policy"]["guardrails"],
         "admin_override": None,
+    }
+    assert tools["transfer_money"]["policy"]["guardrails"]["arguments"]["secrets"] == {
+        "action": "hold",
+        "rule": "default",
     }
     assert tools["admin_only"]["policy"]["roles"] == ["admin"]
     assert servers == {"object": "list", "data": []}

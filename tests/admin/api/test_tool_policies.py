@@ -58,6 +58,7 @@ def test_a_disabled_tool_is_offered_to_no_model_and_calls_to_it_are_denied(
         "roles": None,
         "requires_approval": None,
         "approval_rules": None,
+        "guardrails": None,
     }
 
     with stack.client(stack.user_key) as user:
@@ -91,7 +92,7 @@ def test_roles_and_approval_override_the_config_and_every_change_is_audited(
         audit = admin.get(
             "/v1/admin/audit", params={"action": "tool.policy_changed", "tool": "get_time"}
         ).json()["data"]
-    unset = {"approval_rules": None}
+    unset = {"approval_rules": None, "guardrails": None}
     assert [event["detail"]["after"] for event in audit] == [
         {"enabled": True, "roles": None, "requires_approval": True, **unset},
         {"enabled": None, "roles": None, "requires_approval": True, **unset},

@@ -71,6 +71,7 @@ def test_an_admin_edits_a_tools_roles_and_approval(page: Page, ui_stack: LoopSta
         "roles": ["analyst", "user"],
         "requires_approval": True,
         "approval_rules": None,
+        "guardrails": None,
     }
 
     row.locator("details.edit summary").click()

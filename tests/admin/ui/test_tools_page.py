@@ -60,6 +60,7 @@ def test_only_the_edited_fields_are_stored_and_audited(ui_stack: LoopStack) -> N
             "roles": None,  # not edited: still the config file's
             "requires_approval": True,
             "approval_rules": None,
+            "guardrails": None,
         }
         assert policy_changes(ui_stack, "get_time") == 1
 
@@ -148,3 +149,28 @@ def test_other_addresses_under_admin_are_a_not_found_page(ui_stack: LoopStack) -
         assert "Sign out" in page.text  # the navigation is there for a signed-in reader
         assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
     assert slash.headers["location"] == "/admin"
+
+
+def test_guardrails_are_shown_and_set_per_tool_on_the_tools_page(ui_stack: LoopStack) -> None:
+    with signed_in_client(ui_stack.gateway.url, ui_stack.admin_key) as client:
+        page = client.get("/admin/tools").text
+        token = csrf_token(page)
+        form = {"secrets__results": "deny", "personal_data__arguments": "", "csrf_token": token}
+        saved = client.post("/admin/tools/read_email/guardrails", data=form)
+        held_result = client.post(
+            "/admin/tools/read_email/guardrails",
+            data={"secrets__results": "hold", "csrf_token": token},
+        )
+        after = client.get("/admin/tools").text
+
+    assert 'data-role="guardrail-secrets-arguments"' in page
+    assert "as configured: hold (rule default)" in page
+    assert saved.status_code == 303
+    assert saved.headers["location"] == "/admin/tools?done=guardrails#tool-read_email"
+    assert held_result.status_code == 400
+    assert "hold" in held_result.text
+    assert admin_view(ui_stack, "read_email")["guardrails"]["results"]["secrets"] == {
+        "action": "deny",
+        "rule": "admin tool policy",
+    }
+    assert '<option value="deny" selected>deny</option>' in after
