@@ -24,6 +24,7 @@ COPY gateway ./gateway
 COPY notifications ./notifications
 COPY accounts ./accounts
 COPY chat_service ./chat_service
+COPY guardrails ./guardrails
 COPY governance ./governance
 COPY tool_servers ./tool_servers
 COPY llm_service ./llm_service
