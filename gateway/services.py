@@ -157,7 +157,7 @@ class Services:
         conversations = ConversationStore(sessions)
 
         def call_moved(call: ToolCallView) -> None:
-            tool_call_moved(metrics, call)
+            tool_call_moved(metrics, call, in_catalog=governance.tool(call.tool_name) is not None)
             notifier.tool_call_moved(call)
 
         tool_calls = ToolCallStore(sessions, on_move=call_moved)

@@ -122,6 +122,18 @@ class Settings(BaseSettings):
     models: list[ModelConfig] = Field(default_factory=list)
     max_messages: int = Field(1000, gt=0, description="more messages in one request get 413")
     max_json_depth: int = Field(64, gt=0, description="deeper JSON bodies get 400")
+    max_history_bytes: int = Field(
+        16 * 1024 * 1024,
+        gt=0,
+        description="a conversation's history, or a /v1/responses `previous_response_id` chain, "
+        "past this many bytes of JSON refuses the turn that would grow it with 413",
+    )
+    metrics_max_tool_labels: int = Field(
+        1000,
+        gt=0,
+        description="distinct tool names /metrics labels; later ones (and tools outside the "
+        "catalog) are `other`",
+    )
     key_limits: KeyLimitsConfig = Field(default_factory=KeyLimitsConfig)
     redis_url: str | None = Field(
         None, description="shares rate limits across replicas; unset: limits per process"
