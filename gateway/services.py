@@ -183,6 +183,7 @@ class Services:
             tools=governance,
             settings=loop_settings,
             report=report_of,
+            max_history_bytes=settings.max_history_bytes,
             observe=_usage_observer(usage, registry, limits, keys),
         )
         background = BackgroundTurns(turns)
