@@ -203,6 +203,8 @@ class Services:
             audit_days=settings.audit_retention_days,
             settings=settings.retention,
             responses_days=settings.responses_retention_days,
+            conversations_days=settings.conversation_retention_days,
+            webhooks_days=settings.webhook_retention_days,
         )
         retention.start()
         audit_sealer = AuditSealer(sessions, settings.audit_seal_seconds)
