@@ -87,7 +87,10 @@ bench-tools:
 	@command -v wrk >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends wrk; }
 	@command -v valgrind >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends valgrind; }
 
+# CPU per request may not grow: the instruction counts are checked against the ones recorded in
+# docs/performance.md first (more than 5 % over either fails; about four minutes).
 bench: install bench-tools
+	$(BIN)/python -m bench.instructions --modes whole stream --check
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.catalog
 	$(BIN)/python -m bench.guardrails
