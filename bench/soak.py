@@ -65,6 +65,11 @@ REDIS_START = [
     "--logfile", "/var/log/redis/ci.log",
 ]  # fmt: skip
 RECOVERY_LIMIT = 60.0
+# A key with this budget sends BURST requests at once, each priced one dollar, on both replicas
+# and on the routes that spend (chat, streams, Responses): what got through is what it spent.
+BUDGET = 5.0
+PRICE = 1.0
+BURST = 30
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -87,6 +92,7 @@ def config(database_url: str, fake_url: str, tool_url: str) -> dict[str, object]
         "models": [
             {"name": "chat", **upstream},
             {"name": "embed", "kind": "embedding", **upstream},
+            {"name": "priced", "price": {"per_request": PRICE}, **upstream},
             {
                 "name": "agent",
                 "provider": "mock",
@@ -163,6 +169,8 @@ class Soak:
     fake: FakeOpenAI
     tool_server: ServerProcess
     user_key: str = ""
+    budget_key: str = ""
+    budget_spent: float = 0.0
     began: float = field(default_factory=time.monotonic)
     outcomes: list[Outcome] = field(default_factory=list)
     recoveries: dict[str, float | None] = field(default_factory=dict)
@@ -232,6 +240,29 @@ class Soak:
         }
         mcp_headers = {**headers, "Accept": "application/json, text/event-stream"}
         return (await client.post(f"{url}/mcp", json=call, headers=mcp_headers)).status_code
+
+    async def budget_burst(self) -> None:
+        """BURST priced requests at once, split over both replicas and the spending routes."""
+        headers = {"Authorization": f"Bearer {self.budget_key}"}
+        messages = [{"role": "user", "content": "spend"}]
+        bodies = [
+            ("/v1/chat/completions", {"model": "priced", "messages": messages}),
+            ("/v1/chat/completions", {"model": "priced", "messages": messages, "stream": True}),
+            ("/v1/responses", {"model": "priced", "input": "spend", "store": False}),
+        ]
+
+        async def one(client: httpx.AsyncClient, number: int) -> bool:
+            path, body = bodies[number % len(bodies)]
+            url = self.replicas[number % 2].url
+            with contextlib.suppress(httpx.HTTPError):
+                async with client.stream("POST", url + path, json=body, headers=headers) as r:
+                    text = b"".join([chunk async for chunk in r.aiter_bytes()])
+                    return r.status_code == 200 and b'"error"' not in text
+            return False
+
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            served = await asyncio.gather(*(one(client, n) for n in range(BURST)))
+        self.budget_spent = sum(served) * PRICE
 
     async def traffic(self, until: float) -> None:
         tasks: set[asyncio.Task[None]] = set()
@@ -350,7 +381,12 @@ class Soak:
 
     async def run(self) -> None:
         until = self.args.minutes * 60
-        jobs = [self.traffic(until), self.approver(until + 30), self.sampler(until)]
+        jobs = [
+            self.traffic(until),
+            self.approver(until + 30),
+            self.sampler(until),
+            self.budget_burst(),
+        ]
         if self.args.faults:
             jobs.append(self.faults(until))
         await asyncio.gather(*jobs)
@@ -362,7 +398,8 @@ async def _database_counts(database_url: str) -> dict[str, int]:
     try:
         routes = sorted(set(MODEL_ROUTES.values()))
         usage = await connection.fetchval(
-            "SELECT count(*) FROM usage_records WHERE status_code = 200 AND route = ANY($1)",
+            "SELECT count(*) FROM usage_records WHERE status_code = 200 AND route = ANY($1) "
+            "AND api_key_id = (SELECT id FROM api_keys WHERE name = 'soak')",
             routes,
         )
         states = dict(
@@ -378,10 +415,10 @@ async def _database_counts(database_url: str) -> dict[str, int]:
     return {"usage": usage, "unfinished": unfinished, **{str(k): int(v) for k, v in states.items()}}
 
 
-def _create_key(replica: Replica) -> str:
+def _create_key(replica: Replica, name: str, limits: dict[str, float] | None = None) -> str:
     response = httpx.post(
         f"{replica.url}/v1/admin/keys",
-        json={"name": "soak", "roles": ["user"]},
+        json={"name": name, "roles": ["user"], "limits": limits},
         headers={"Authorization": f"Bearer {ADMIN_KEY}"},
         timeout=30,
     )
@@ -413,6 +450,7 @@ def evaluate(soak: Soak, counts: dict[str, int], executions: int) -> list[checks
             executions, counts.get("succeeded", 0), counts.get("unknown_outcome", 0)
         ),
         checks.usage_rows_present(counts["usage"], served),
+        checks.budget_held(soak.budget_spent, BUDGET, PRICE),
         checks.flat_after_warmup("RSS (replica 1)", soak.rss, "MB", 0.10),
         checks.flat_after_warmup("/metrics size", soak.metrics_kb, "KiB", 0.10),
         checks.Check(
@@ -458,7 +496,14 @@ def main(argv: list[str] | None = None) -> int:
             for replica in replicas:  # one after the other: see issue 32 item 1
                 replica.start()
                 replica.wait_ready()
-            soak = Soak(args, replicas, fake, tool_server, user_key=_create_key(replicas[0]))
+            soak = Soak(
+                args,
+                replicas,
+                fake,
+                tool_server,
+                user_key=_create_key(replicas[0], "soak"),
+                budget_key=_create_key(replicas[0], "budgeted", {"budget_per_day": BUDGET}),
+            )
             print(f"soak: {args.minutes:g} min at {args.rate:g}/s, logs in {workdir}", flush=True)
             asyncio.run(soak.run())
             time.sleep(3)  # the usage batches' flush interval, and a margin
