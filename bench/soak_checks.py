@@ -46,14 +46,15 @@ def every_request_answered(outcomes: Sequence[Outcome], timeout: float) -> Check
 def tool_calls_exactly_once(executions: int, succeeded: int, unknown: int) -> Check:
     """The tool server's own count of executions against the calls the gateway says ran: a
     call is run twice or lost when they differ. A call in ``unknown_outcome`` (its replica died
-    while it ran) may or may not have run, and is counted as either."""
+    while it ran) or ``timed_out`` (the server answered too late, or never) may or may not have
+    run, and is counted as either."""
     # None at all proves nothing: the soak's tool calls did not run.
     held = 0 < succeeded <= executions <= succeeded + unknown
     return Check(
         "no tool call run twice or lost",
         held,
         f"{executions} executions on the tool server, {succeeded} calls succeeded, "
-        f"{unknown} of unknown outcome",
+        f"{unknown} of unknown outcome or timed out",
     )
 
 
