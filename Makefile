@@ -12,7 +12,7 @@ PORT ?= 8000
 CHECKOV_ENV := $(TOOLS)/checkov
 CHECKOV_LOCK := tools/checkov/requirements.txt
 
-.PHONY: install run migrate test lint typecheck pytest checkov chromium npm-tools clean bench bench-tools bench-usage clients
+.PHONY: install run migrate test lint typecheck pytest checkov chromium npm-tools clean bench bench-tools bench-usage clients soak
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -87,7 +87,10 @@ bench-tools:
 	@command -v wrk >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends wrk; }
 	@command -v valgrind >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends valgrind; }
 
+# CPU per request may not grow: the instruction counts are checked against the ones recorded in
+# docs/performance.md first (more than 5 % over either fails; about four minutes).
 bench: install bench-tools
+	$(BIN)/python -m bench.instructions --modes whole stream --check
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.catalog
 	$(BIN)/python -m bench.guardrails
@@ -97,3 +100,10 @@ bench: install bench-tools
 # docs/usage-benchmark.md). Needs no nginx or wrk.
 bench-usage: install
 	$(BIN)/python -m bench.usage
+
+# Two replicas on PostgreSQL and Redis under mixed traffic with faults on a schedule; checks the
+# invariants and writes them into docs/reliability.md (bench/soak.py). Not part of `make test`:
+# it restarts this machine's PostgreSQL and stops its Redis for 30 s.
+SOAK_MINUTES ?= 10
+soak: install
+	$(BIN)/python -m bench.soak --minutes $(SOAK_MINUTES)

@@ -1,5 +1,6 @@
-"""Retention: raw usage rows, audit events and stored Responses API answers older than their
-configured age are deleted.
+"""Retention: raw usage rows, audit events, stored Responses API answers, idle conversations
+(with their messages, events, tool calls and inputs) and finished webhook deliveries older than
+their configured age are deleted.
 
 One replica at a time runs it, chosen by a lease row in ``maintenance_leases`` (a row, not a
 PostgreSQL advisory lock, so it works the same on SQLite and holds across connection pools): the
@@ -17,16 +18,23 @@ import asyncio
 import contextlib
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import ColumnElement, delete, or_, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import QueryableAttribute
 
 from db.base import utcnow
-from db.models import AuditEvent, MaintenanceLease, StoredResponse
+from db.models import (
+    AuditEvent,
+    Conversation,
+    MaintenanceLease,
+    StoredResponse,
+    WebhookDelivery,
+)
 from db.usage_models import UsageRecord
 
 log = structlog.get_logger("accounts.retention")
@@ -46,6 +54,11 @@ class RetentionResult:
     usage_deleted: int
     audit_deleted: int
     responses_deleted: int = 0
+    conversations_deleted: int = 0
+    webhooks_deleted: int = 0
+
+
+_Table = type[UsageRecord | AuditEvent | StoredResponse | Conversation | WebhookDelivery]
 
 
 class RetentionJob:
@@ -57,17 +70,28 @@ class RetentionJob:
         audit_days: int | None,
         settings: RetentionJobSettings,
         responses_days: int | None = None,
+        conversations_days: int | None = None,
+        webhooks_days: int | None = None,
     ) -> None:
         self._sessions = sessions
         self._usage_days = usage_days
         self._audit_days = audit_days
         self._responses_days = responses_days
+        self._conversations_days = conversations_days
+        self._webhooks_days = webhooks_days
         self._settings = settings
         self._holder = secrets.token_hex(8)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        if self._usage_days is None and self._audit_days is None and self._responses_days is None:
+        ages = (
+            self._usage_days,
+            self._audit_days,
+            self._responses_days,
+            self._conversations_days,
+            self._webhooks_days,
+        )
+        if all(days is None for days in ages):
             return
         self._task = asyncio.create_task(self._run(), name="retention")
 
@@ -85,26 +109,46 @@ class RetentionJob:
         usage = await self._delete_older(UsageRecord, self._usage_days)
         audit = await self._delete_older(AuditEvent, self._audit_days)
         responses = await self._delete_older(StoredResponse, self._responses_days)
-        if usage or audit or responses:
+        # A conversation is past retention when idle that long (a paused or running turn is
+        # not: its approvals and the sweeper still need it); its rows go by cascade.
+        conversations = await self._delete_older(
+            Conversation,
+            self._conversations_days,
+            Conversation.status == "idle",
+            age=Conversation.updated_at,
+        )
+        # The outbox's pending rows are still to be delivered: only finished ones go.
+        webhooks = await self._delete_older(
+            WebhookDelivery, self._webhooks_days, WebhookDelivery.status != "pending"
+        )
+        result = RetentionResult(usage, audit, responses, conversations, webhooks)
+        if any((usage, audit, responses, conversations, webhooks)):
             log.info(
                 "retention_deleted",
                 usage_records=usage,
                 audit_events=audit,
                 stored_responses=responses,
+                conversations=conversations,
+                webhook_deliveries=webhooks,
             )
-        return RetentionResult(usage, audit, responses)
+        return result
 
     async def _delete_older(
-        self, table: type[UsageRecord | AuditEvent | StoredResponse], days: int | None
+        self,
+        table: _Table,
+        days: int | None,
+        *conditions: ColumnElement[bool],
+        age: QueryableAttribute[datetime] | None = None,
     ) -> int:
         if days is None:
             return 0
         cutoff = utcnow() - timedelta(days=days)
+        column = table.created_at if age is None else age
         deleted = 0
         while True:
             oldest = (
                 select(table.id)
-                .where(table.created_at < cutoff)
+                .where(column < cutoff, *conditions)
                 .order_by(table.id)
                 .limit(self._settings.batch_size)
             )

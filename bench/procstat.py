@@ -1,4 +1,5 @@
-"""CPU time and resident memory of a process and all its descendants, read from /proc."""
+"""CPU time, time runnable but waiting for a CPU, and resident memory of a process and all its
+descendants, read from /proc."""
 
 from __future__ import annotations
 
@@ -33,6 +34,18 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
+def _run_delay_seconds(pid: int) -> float:
+    """Time the process's threads were ready to run but waited for a CPU (schedstat's second
+    field, nanoseconds): on a shared machine, what throughput loses to other processes."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(task.read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 1e9
+
+
 def _rss_bytes(pid: int) -> int:
     try:
         return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE
@@ -44,6 +57,7 @@ def _rss_bytes(pid: int) -> int:
 class Sample:
     cpu_seconds: float
     rss_mb: float
+    run_delay_seconds: float = 0.0
 
 
 def sample(pid: int) -> Sample:
@@ -51,4 +65,5 @@ def sample(pid: int) -> Sample:
     return Sample(
         cpu_seconds=sum(_cpu_seconds(p) for p in pids),
         rss_mb=sum(_rss_bytes(p) for p in pids) / 2**20,
+        run_delay_seconds=sum(_run_delay_seconds(p) for p in pids),
     )

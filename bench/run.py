@@ -101,14 +101,20 @@ class Bench:
                 before = procstat.sample(pid)
                 result = load.run_wrk(target_url, auth, body, connections, self.args.duration)
                 after = procstat.sample(pid)
-                cpu = (after.cpu_seconds - before.cpu_seconds) * 1000 / max(result.requests, 1)
+                served = max(result.requests, 1)
+                cpu = (after.cpu_seconds - before.cpu_seconds) * 1000 / served
+                # Busy: the share of the run the gateway computed; waiting: ready to, but
+                # another process had the CPU (the shared machine, nginx, wrk).
+                busy = (after.cpu_seconds - before.cpu_seconds) / self.args.duration
+                waited = (after.run_delay_seconds - before.run_delay_seconds) * 1000 / served
                 load_average = os.getloadavg()[0]
                 row = Row(name, mode, connections, result, cpu, after.rss_mb, load_average)
                 self.results.rows.append(row)
                 print(
                     f"{name:9} {mode:6} c={connections:<3} {result.rps:8.0f} req/s "
                     f"p50 {result.p50_ms:.2f} p99 {result.p99_ms:.2f} ms, "
-                    f"{cpu:.2f} CPU ms/req, {after.rss_mb:.0f} MB, wrk "
+                    f"{cpu:.2f} CPU ms/req (busy {busy:.0%}, waited for a CPU "
+                    f"{waited:.2f} ms/req), {after.rss_mb:.0f} MB, wrk "
                     f"{result.wrk_cpu_seconds * 1000 / max(result.requests, 1):.3f} CPU ms/req",
                     flush=True,
                 )

@@ -4,6 +4,7 @@ type: the statuses and wire codes are ``gateway/errors.py``'s table).
     GatewayError (llm_service.errors)
     ├── ConversationNotFound
     ├── ConversationBusy        a turn is already in progress in the conversation
+    ├── HistoryTooLarge         the history would pass ``max_history_bytes``
     ├── ToolCallNotFound
     ├── DecisionConflict        the call is no longer awaiting a decision, or its tool changed
     │   └── ApprovalRefused     the policy decision refused the call at approval
@@ -38,6 +39,17 @@ class ConversationNotFound(GatewayError):
 
 class ConversationBusy(GatewayError):
     pass
+
+
+class HistoryTooLarge(GatewayError):
+    """A conversation (or a Responses ``previous_response_id`` chain) at ``max_history_bytes``:
+    every turn sends the whole history upstream and stores it, so it has a limit."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"The conversation's history would exceed max_history_bytes ({limit} bytes of "
+            "JSON); start a new conversation."
+        )
 
 
 class ToolCallNotFound(GatewayError):

@@ -7,6 +7,7 @@ Rows written before that column existed still load from the older, narrower colu
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Protocol
@@ -35,6 +36,15 @@ Timestamp = Annotated[datetime, PlainSerializer(datetime.isoformat, when_used="j
 
 AnyMessage = Annotated[Message, Field(discriminator="role")]
 MESSAGES: TypeAdapter[Message] = TypeAdapter(AnyMessage)
+
+
+def message_bytes(message: Message) -> int:
+    """The message's size as JSON: what ``max_history_bytes`` counts."""
+    return len(MESSAGES.dump_json(message))
+
+
+def history_bytes(messages: Iterable[Message]) -> int:
+    return sum(map(message_bytes, messages))
 
 
 def message_json(message: Message) -> dict[str, Any]:

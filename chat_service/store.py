@@ -94,6 +94,8 @@ _RUNNING = ConversationStatus.RUNNING.value
 # Conversations whose history is kept in memory, most recently used last. A turn in progress or
 # waiting for approval is what benefits; an evicted one is read again whole, once.
 HISTORY_CACHE_SIZE = 256
+# ... and at most this many bytes of them: histories reach ``max_history_bytes`` (16 MiB).
+HISTORY_CACHE_BYTES = 256 * 1024 * 1024
 
 
 def _info_of(row: Sequence[Any]) -> ConversationInfo:
@@ -307,11 +309,24 @@ class ConversationStore:
         self._remember(self._histories, conversation_id, history)
         return tuple(history.messages)
 
+    async def history_bytes(self, conversation_id: str) -> int:
+        """The size of the history as JSON, as of the last read on this process (a turn reads
+        the newer rows and checks again: ``TurnRunner``)."""
+        history = self._histories.get(conversation_id)
+        if history is None:
+            await self.history(conversation_id)
+            history = self._histories.get(conversation_id)
+        return 0 if history is None else history.bytes
+
     def _remember(self, cache: OrderedDict[str, Any], conversation_id: str, value: Any) -> None:
         cache[conversation_id] = value
         cache.move_to_end(conversation_id)
         while len(cache) > self._cache_size:
             cache.popitem(last=False)
+        if cache is self._histories:
+            held = sum(history.bytes for history in self._histories.values())
+            while held > HISTORY_CACHE_BYTES and len(cache) > 1:
+                held -= cache.popitem(last=False)[1].bytes
 
     async def messages(self, conversation_id: str, after_id: int = 0) -> list[StoredMessage]:
         async with self._sessions() as session:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from chat_service import store_sql as sql
-from chat_service.messages import MESSAGES, StoredMessage, legacy_message
+from chat_service.messages import MESSAGES, StoredMessage, legacy_message, message_bytes
 from db.transactions import Operation, Rows, json_of
 from llm_service.types import Message
 
@@ -38,6 +38,7 @@ def _message_of(row: Sequence[Any]) -> Message:
 class History:
     messages: list[Message] = field(default_factory=list)
     last_id: int = 0  # the cursor: the id of the last message held
+    bytes: int = 0  # of the messages held, as JSON (``max_history_bytes``)
     # Read in the transaction that began the turn: the first model call needs no read.
     current: bool = False
 
@@ -45,20 +46,27 @@ class History:
         """Rows of ``sql.HISTORY`` (or rows that begin as they do)."""
         for row in rows:
             if row[1] is not None:  # the count's row when nothing is new
-                self.messages.append(_message_of(row))
-                self.last_id = row[1]
+                self.append(_message_of(row), row[1])
+
+    def append(self, message: Message, message_id: int) -> None:
+        self.messages.append(message)
+        self.bytes += message_bytes(message)
+        self.last_id = message_id
+
+    def clear(self) -> None:
+        self.messages.clear()
+        self.bytes = 0
+        self.last_id = 0
 
     def begun(self, rows: Rows, caller: StoredMessage) -> None:
         """A turn begun in one statement (``store_postgres.BEGIN_TURN``): its rows were read in
         the snapshot before the caller's message was added, so that message comes after them."""
         if rows[0][0] != len(self.messages):
             # A row hid behind the cursor: the model's call reads the history again, whole.
-            self.messages.clear()
-            self.last_id = 0
+            self.clear()
             return
         self.add(rows)
-        self.messages.append(caller.message)
-        self.last_id = caller.id
+        self.append(caller.message, caller.id)
         self.current = True
 
 
@@ -67,6 +75,6 @@ def read_new_rows(conversation_id: str, history: History) -> Operation[None]:
     after = history.last_id
     rows: Rows = yield (sql.HISTORY, (conversation_id, after, conversation_id, after))
     if rows[0][0] != len(history.messages):
-        history.messages.clear()
+        history.clear()
         rows = yield (sql.HISTORY, (conversation_id, 0, conversation_id, 0))
     history.add(rows)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from time import perf_counter
 
 from chat_service.config import ToolLoopSettings
-from chat_service.errors import ConversationBusy, ErrorReport
+from chat_service.errors import ConversationBusy, ErrorReport, HistoryTooLarge
 from chat_service.events import (
     MessageDelta,
     Stored,
@@ -19,6 +19,7 @@ from chat_service.events import (
     TurnStatus,
 )
 from chat_service.executor import ToolExecutor
+from chat_service.messages import message_bytes
 from chat_service.store import (
     ConversationInfo,
     ConversationStatus,
@@ -68,10 +69,12 @@ class TurnRunner:
         tools: ToolGovernance,
         settings: ToolLoopSettings,
         report: ErrorReporter,
+        max_history_bytes: int,
         observe: ModelCallObserver | None = None,
     ) -> None:
         self._report = report
         self._observe = observe
+        self._max_history_bytes = max_history_bytes
         self._store = store
         self._calls = calls
         self._executor = executor
@@ -82,7 +85,12 @@ class TurnRunner:
     async def start(
         self, conversation_id: str, roles: Iterable[str], message: UserMessage
     ) -> AsyncIterator[TurnEvent]:
-        """Begin a turn with the caller's message. One turn at a time per conversation."""
+        """Begin a turn with the caller's message. One turn at a time per conversation. A
+        message the history has no room for is refused before it is stored: a full
+        conversation does not grow by the turns it refuses."""
+        held = await self._store.history_bytes(conversation_id)
+        if held + message_bytes(message) > self._max_history_bytes:
+            raise HistoryTooLarge(self._max_history_bytes)
         begun = await self._store.begin_turn(conversation_id, roles, message)
         if begun is None:
             raise ConversationBusy("A turn is already in progress in this conversation.")
@@ -171,6 +179,13 @@ class TurnRunner:
             limit = self._settings.max_tool_rounds
             message = f"The model asked for tools more than {limit} times."
             async for failure in self._fail(cid, TurnError("max_tool_rounds", message)):
+                yield failure
+            return
+        # Tool results and answers grow it within a turn (and other replicas' turns).
+        if await self._store.history_bytes(cid) > self._max_history_bytes:
+            exceeded = HistoryTooLarge(self._max_history_bytes)
+            too_large = TurnError.of(exceeded, self._report(exceeded))
+            async for failure in self._fail(cid, too_large):
                 yield failure
             return
         answer: AssistantMessage | None = None

@@ -37,6 +37,7 @@ from chat_service.errors import (
     ConversationNotFound,
     DecisionConflict,
     ErrorReport,
+    HistoryTooLarge,
     InputNotPending,
     InvalidInput,
     SelfApprovalForbidden,
@@ -126,6 +127,7 @@ REPORTS: dict[type[GatewayError], ErrorReport] = {
     # chat_service
     ConversationNotFound: R(404, "not_found_error", "conversation_not_found"),
     ConversationBusy: R(409, "conflict", "turn_in_progress"),
+    HistoryTooLarge: R(413, _INVALID, "history_too_large"),
     ToolCallNotFound: R(404, "not_found_error", "tool_call_not_found"),
     DecisionConflict: R(409, "conflict", "decision_conflict"),
     ApprovalRefused: R(409, "conflict", "approval_refused"),

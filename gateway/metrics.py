@@ -7,6 +7,7 @@ adds up all workers' files: counts are the whole server's.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from prometheus_client import (
@@ -34,12 +35,50 @@ _LATENCY_BUCKETS = (
 _FIRST_TOKEN_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60)
 _DECISION_BUCKETS = (1, 5, 15, 30, 60, 300, 900, 3600, 14400, 86400)
 
+# The label value for a model or tool that is not one of the config's own: callers choose model
+# names and models choose tool names, and every distinct label value is a series kept forever.
+OTHER = "other"
+
+
+class LabelVocabulary:
+    """The label values a metric may take: the config's models, and the tool names the catalog
+    offers, the latter capped because administrators add tool servers at run time and a server
+    lists what tools it likes. Anything else is ``other``, so the series count is a function of
+    the configuration, never of traffic."""
+
+    def __init__(self, models: Iterable[str], max_tools: int) -> None:
+        self._models = frozenset(models)
+        self._tools: set[str] = set()
+        self._max_tools = max_tools
+
+    def model(self, name: str | None) -> str:
+        if name is None:
+            return ""
+        return name if name in self._models else OTHER
+
+    def tool(self, name: str, in_catalog: bool) -> str:
+        if name in self._tools:
+            return name
+        if not in_catalog or len(self._tools) >= self._max_tools:
+            return OTHER
+        self._tools.add(name)
+        return name
+
 
 class GatewayMetrics:
-    """Every metric the gateway exports. Label values are bounded: routes are templates."""
+    """Every metric the gateway exports. Label values are bounded: routes are templates, models
+    and tools come from the configuration (``LabelVocabulary``), the rest are our own words."""
 
-    def __init__(self, multiprocess_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        multiprocess_dir: Path | None = None,
+        *,
+        models: Iterable[str] = (),
+        max_tool_labels: int = 1000,
+    ) -> None:
         self._multiprocess_dir = multiprocess_dir
+        self.labels = LabelVocabulary(models, max_tool_labels)
+        self._servers_up: set[str] = set()
         # The labelled series of the per-request metrics, by their label values: ``labels()``
         # checks, stringifies and looks up under a lock every time, four times a request.
         self._request_series: dict[tuple[str, str, str, int], tuple[Counter, Histogram]] = {}
@@ -165,7 +204,7 @@ class GatewayMetrics:
         status: int,
         seconds: float,
     ) -> None:
-        key = (route, model or "", provider or "", status)
+        key = (route, self.labels.model(model), provider or "", status)
         series = self._request_series.get(key)
         if series is None:
             labels = (*key[:3], str(status))
@@ -177,7 +216,7 @@ class GatewayMetrics:
     def observe_tokens(
         self, model: str, provider: str | None, prompt_tokens: int, completion_tokens: int
     ) -> None:
-        key = (model, provider or "")
+        key = (self.labels.model(model), provider or "")
         series = self._token_series.get(key)
         if series is None:
             series = self.tokens.labels(*key, "prompt"), self.tokens.labels(*key, "completion")
@@ -188,7 +227,7 @@ class GatewayMetrics:
     def observe_first_token(
         self, route: str, model: str | None, provider: str | None, seconds: float
     ) -> None:
-        key = (route, model or "", provider or "")
+        key = (route, self.labels.model(model), provider or "")
         series = self._first_token_series.get(key)
         if series is None:
             series = self._first_token_series[key] = self.first_token.labels(*key)
@@ -198,10 +237,10 @@ class GatewayMetrics:
         self.webhook_deliveries.labels(event, outcome).inc()
 
     def observe_upstream_error(self, model: str | None, provider: str | None, error: str) -> None:
-        self.upstream_errors.labels(model or "", provider or "", error).inc()
+        self.upstream_errors.labels(self.labels.model(model), provider or "", error).inc()
 
-    def observe_tool_call(self, tool: str, state: str) -> None:
-        self.tool_calls.labels(tool, state).inc()
+    def observe_tool_call(self, tool: str, state: str, *, in_catalog: bool) -> None:
+        self.tool_calls.labels(self.labels.tool(tool, in_catalog), state).inc()
 
     def observe_screening(self, screening: Screening) -> None:
         """Each finding, by detector, the action its detector had and what was scanned."""
@@ -214,8 +253,13 @@ class GatewayMetrics:
     def observe_approval_decision(self, decision: str, seconds: float) -> None:
         self.approval_decision.labels(decision).observe(seconds)
 
-    def set_mcp_server_up(self, server: str, up: bool) -> None:
-        self.mcp_server_up.labels(server).set(1 if up else 0)
+    def set_mcp_servers_up(self, servers: Mapping[str, bool]) -> None:
+        """The catalog's servers, replacing the last scrape's: a removed server's series goes."""
+        for server in self._servers_up - servers.keys():
+            self.mcp_server_up.remove(server)
+        for server, up in servers.items():
+            self.mcp_server_up.labels(server).set(1 if up else 0)
+        self._servers_up = set(servers)
 
     def exposition(self) -> bytes:
         if self._multiprocess_dir is None:
@@ -230,8 +274,12 @@ async def metrics_endpoint(request: Request) -> Response:
     services = getattr(request.app.state, "services", None)
     if services is not None:
         # Read at scrape time: the database and the catalog are the truth, on every replica.
-        for server, status in services.tool_servers.status().items():
-            metrics.set_mcp_server_up(server, status.as_dict()["state"] == "ready")
+        metrics.set_mcp_servers_up(
+            {
+                server: status.as_dict()["state"] == "ready"
+                for server, status in services.tool_servers.status().items()
+            }
+        )
         metrics.approvals_pending.set(await services.tool_calls.count(CallState.AWAITING_APPROVAL))
         metrics.webhooks_pending.set(await services.notifier.outbox.pending())
     return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

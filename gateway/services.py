@@ -157,7 +157,7 @@ class Services:
         conversations = ConversationStore(sessions)
 
         def call_moved(call: ToolCallView) -> None:
-            tool_call_moved(metrics, call)
+            tool_call_moved(metrics, call, in_catalog=governance.tool(call.tool_name) is not None)
             notifier.tool_call_moved(call)
 
         tool_calls = ToolCallStore(sessions, on_move=call_moved)
@@ -183,6 +183,7 @@ class Services:
             tools=governance,
             settings=loop_settings,
             report=report_of,
+            max_history_bytes=settings.max_history_bytes,
             observe=_usage_observer(usage, registry, limits, keys),
         )
         background = BackgroundTurns(turns)
@@ -202,6 +203,8 @@ class Services:
             audit_days=settings.audit_retention_days,
             settings=settings.retention,
             responses_days=settings.responses_retention_days,
+            conversations_days=settings.conversation_retention_days,
+            webhooks_days=settings.webhook_retention_days,
         )
         retention.start()
         audit_sealer = AuditSealer(sessions, settings.audit_seal_seconds)

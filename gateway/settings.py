@@ -103,7 +103,7 @@ class Settings(BaseSettings):
         90, gt=0, description="raw usage rows older than this are deleted; hourly rollups stay"
     )
     audit_retention_days: int | None = Field(
-        None, gt=0, description="audit events older than this are deleted; unset: kept"
+        365, gt=0, description="audit events older than this are deleted; null: kept"
     )
     audit_seal_seconds: float = Field(
         2.0,
@@ -111,7 +111,16 @@ class Settings(BaseSettings):
         description="how soon a new audit event is sealed into the hash chain (docs/guardrails.md)",
     )
     responses_retention_days: int | None = Field(
-        None, gt=0, description="stored /v1/responses answers older than this are deleted"
+        30, gt=0, description="stored /v1/responses answers older than this are deleted"
+    )
+    conversation_retention_days: int | None = Field(
+        90,
+        gt=0,
+        description="conversations idle this long are deleted with their messages, events and "
+        "tool calls; null: kept",
+    )
+    webhook_retention_days: int | None = Field(
+        30, gt=0, description="delivered or given-up webhook deliveries older than this go"
     )
     retention: RetentionJobSettings = Field(default_factory=RetentionJobSettings)
     responses_builtin_tools: dict[str, str] = Field(
@@ -122,6 +131,18 @@ class Settings(BaseSettings):
     models: list[ModelConfig] = Field(default_factory=list)
     max_messages: int = Field(1000, gt=0, description="more messages in one request get 413")
     max_json_depth: int = Field(64, gt=0, description="deeper JSON bodies get 400")
+    max_history_bytes: int = Field(
+        16 * 1024 * 1024,
+        gt=0,
+        description="a conversation's history, or a /v1/responses `previous_response_id` chain, "
+        "past this many bytes of JSON refuses the turn that would grow it with 413",
+    )
+    metrics_max_tool_labels: int = Field(
+        1000,
+        gt=0,
+        description="distinct tool names /metrics labels; later ones (and tools outside the "
+        "catalog) are `other`",
+    )
     key_limits: KeyLimitsConfig = Field(default_factory=KeyLimitsConfig)
     redis_url: str | None = Field(
         None, description="shares rate limits across replicas; unset: limits per process"

@@ -26,8 +26,8 @@ _WARNINGS = frozenset(
 )
 
 
-def tool_call_moved(metrics: GatewayMetrics, call: ToolCallView) -> None:
-    metrics.observe_tool_call(call.tool_name, call.state)
+def tool_call_moved(metrics: GatewayMetrics, call: ToolCallView, *, in_catalog: bool) -> None:
+    metrics.observe_tool_call(call.tool_name, call.state, in_catalog=in_catalog)
     emit = log.warning if call.state in _WARNINGS else log.info
     event = _EVENTS.get(call.state, "tool_call")
     details: dict[str, object] = {}

@@ -84,7 +84,11 @@ def create_app(
     app.include_router(admin_router())
     app.include_router(admin_ui_router())
     # Owned by this app (not prometheus_client's global registry), so apps never collide.
-    app.state.metrics = metrics = GatewayMetrics(metrics_dir)
+    app.state.metrics = metrics = GatewayMetrics(
+        metrics_dir,
+        models=[model.name for model in settings.models],
+        max_tool_labels=settings.metrics_max_tool_labels,
+    )
     tracing = Tracing(settings.tracing)
     app.state.drain = drain = Drain(settings.shutdown_drain_seconds)
     metrics.track(drain)

@@ -20,6 +20,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from accounts.principals import Principal
+from chat_service.errors import HistoryTooLarge
+from chat_service.messages import history_bytes
 from gateway import sse
 from gateway.auth import CurrentPrincipal, ServicesDep, authenticate, authorize_model
 from gateway.chat_route import event_stream, json_body, require_chat_model, served_headers
@@ -87,6 +89,8 @@ async def create_response(request: Request) -> Response:
             f"The conversation has more than {services.settings.max_messages} messages, "
             "previous responses included."
         )
+    if history_bytes(conversation) > services.settings.max_history_bytes:
+        raise HistoryTooLarge(services.settings.max_history_bytes)
     this_input = request_items(body)
     turn = _Turn(
         store if body.store else None,

@@ -89,7 +89,7 @@ def test_each_app_owns_its_registry(sqlite_url: str) -> None:
     first = create_app(settings_for(sqlite_url), {})
     second = create_app(settings_for(sqlite_url), {})
     first_metrics: GatewayMetrics = first.state.metrics
-    first_metrics.observe_tool_call("get_time", "succeeded")
+    first_metrics.observe_tool_call("get_time", "succeeded", in_catalog=True)
 
     second_metrics: GatewayMetrics = second.state.metrics
     assert b'tool="get_time"' in first_metrics.exposition()
@@ -113,3 +113,54 @@ def test_tool_calls_approvals_and_tool_servers_are_measured(loop_stack: LoopStac
     )
     assert 'llm_gateway_approval_decision_seconds_count{decision="approved"} 1.0' in after
     assert "llm_gateway_approvals_pending 0.0" in after
+
+
+def test_invented_model_names_do_not_grow_metrics(sqlite_url: str) -> None:
+    # /metrics needs no key and callers choose `model`: each name kept as a label was a series
+    # forever (2,000 names grew the page from 0.48 MB to 7.3 MB).
+    models = [{"name": "mock", "provider": "mock"}]
+    with running_gateway(sqlite_url, models=models) as gateway:
+        key = gateway.create_key("metrics", ["user"])
+        headers = {"Authorization": f"Bearer {key}"}
+
+        def invent(names: range) -> int:
+            with httpx.Client(base_url=gateway.v1, headers=headers) as client:
+                for number in names:
+                    body = {
+                        "model": f"made-up-{number}",
+                        "messages": [{"role": "user", "content": "x"}],
+                    }
+                    assert client.post("/chat/completions", json=body).status_code == 404
+                    assert (
+                        client.post(
+                            "/embeddings", json={"model": f"e-{number}", "input": "x"}
+                        ).status_code
+                        == 404
+                    )
+            # Series, not bytes: counts and sums grow a digit now and then.
+            return len(_samples(httpx.get(f"{gateway.url}/metrics").text))
+
+        invent(range(3))  # and the first scrape, which counts itself in the next one
+        warm = invent(range(3, 6))
+        after = invent(range(6, 206))
+        text = httpx.get(f"{gateway.url}/metrics").text
+
+    assert after == warm
+    assert "made-up" not in text
+    other = _labels(route="/v1/chat/completions", model="other", provider="", status="404")
+    assert _samples(text)[("llm_gateway_requests_total", other)] == 206
+
+
+def test_tool_labels_are_the_catalogs_and_capped(sqlite_url: str) -> None:
+    metrics = create_app(settings_for(sqlite_url, metrics_max_tool_labels=2), {}).state.metrics
+    assert isinstance(metrics, GatewayMetrics)
+    metrics.observe_tool_call("invented", "failed", in_catalog=False)
+    for tool in ("one", "two", "three"):
+        metrics.observe_tool_call(tool, "succeeded", in_catalog=True)
+    text = metrics.exposition().decode()
+
+    assert 'tool="invented"' not in text
+    assert 'tool="three"' not in text
+    assert 'llm_gateway_tool_calls_total{state="succeeded",tool="one"} 1.0' in text
+    assert 'llm_gateway_tool_calls_total{state="succeeded",tool="other"} 1.0' in text
+    assert 'llm_gateway_tool_calls_total{state="failed",tool="other"} 1.0' in text
