@@ -106,6 +106,9 @@ def _const(name: str) -> float:
     raise _bad(f"`{name}` is not valid JSON.")
 
 
+_NUL_PATH = "The request path holds a NUL character (%00)."
+
+
 class JsonGuardMiddleware:
     def __init__(self, app: ASGIApp, max_depth: int, max_messages: int) -> None:
         self.app = app
@@ -113,7 +116,15 @@ class JsonGuardMiddleware:
         self.max_messages = max_messages
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not guards_body(scope):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if "\x00" in scope["path"]:
+            # A NUL (`%00`) in a path parameter reaches no database: PostgreSQL refuses it in
+            # text, as a 500 with its own message; it names nothing here either.
+            await _refuse(scope, send, BodyRefused(400, _NUL_PATH, "nul_character"))
+            return
+        if not guards_body(scope):
             await self.app(scope, receive, send)
             return
         body = await _read_body(receive)

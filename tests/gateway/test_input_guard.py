@@ -130,3 +130,31 @@ def test_a_body_not_sent_as_json_is_refused_unread(
 
     assert response.status_code == 400
     assert "Content-Type: application/json" in response.json()["error"]["message"]
+
+
+NUL_PATHS = (
+    "/v1/responses/resp_%00",
+    "/v1/responses/resp_%00/input_items",
+    "/v1/conversations/a%00b",
+    "/v1/conversations/a%00b/events",
+    "/v1/models/m%00",
+    "/v1/admin/approvals/a%00/approve",
+    "/v1/admin/keys/%00",
+    "/v1/admin/tools/t%00/policy",
+)
+
+
+def test_a_nul_in_a_path_is_a_400_before_any_database(database_url: str) -> None:
+    # PostgreSQL refuses a NUL in text: it used to surface as a 500 on these routes.
+    with running_gateway(database_url, models=[{"name": "mock", "provider": "mock"}]) as running:
+        key = running.create_key("admin", ["admin"])
+        for path in NUL_PATHS:
+            for method in ("GET", "POST", "PUT", "DELETE"):
+                response = httpx.request(
+                    method,
+                    f"{running.url}{path}",
+                    headers={"authorization": f"Bearer {key}"},
+                    json={},
+                )
+                assert response.status_code == 400, (path, method, response.text)
+                assert response.json()["error"]["code"] == "nul_character"
