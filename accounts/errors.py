@@ -4,7 +4,8 @@ and wire codes are ``gateway/errors.py``'s table).
     GatewayError (llm_service.errors)
     ├── RateLimited       a key's requests or tokens per minute are used up (``retry_after``)
     │   └── BudgetExceeded   a key's or team's spend for the day or month is used up
-    └── KeyNotFound       no API key of that id
+    ├── KeyNotFound       no API key of that id
+    └── OwnKeyRevocation  an admin may not revoke the key it is using
 """
 
 from __future__ import annotations
@@ -23,4 +24,8 @@ class BudgetExceeded(RateLimited):
 
 
 class KeyNotFound(GatewayError):
+    pass
+
+
+class OwnKeyRevocation(GatewayError):
     pass

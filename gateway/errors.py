@@ -29,7 +29,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
-from accounts.errors import BudgetExceeded, KeyNotFound, RateLimited
+from accounts.errors import BudgetExceeded, KeyNotFound, OwnKeyRevocation, RateLimited
 from chat_service.errors import (
     ApprovalForbidden,
     ApprovalRefused,
@@ -124,6 +124,7 @@ REPORTS: dict[type[GatewayError], ErrorReport] = {
     RateLimited: R(429, "rate_limit_error", "rate_limit_exceeded"),
     BudgetExceeded: R(429, "insufficient_quota", "budget_exceeded"),
     KeyNotFound: R(404, _INVALID, "key_not_found"),
+    OwnKeyRevocation: R(409, "conflict", "own_key"),
     # chat_service
     ConversationNotFound: R(404, "not_found_error", "conversation_not_found"),
     ConversationBusy: R(409, "conflict", "turn_in_progress"),

@@ -11,7 +11,7 @@ from fastapi import APIRouter
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from accounts.errors import KeyNotFound
+from accounts.errors import KeyNotFound, OwnKeyRevocation
 from accounts.keys import KeyInfo
 from accounts.limits.config import KeyLimits
 from admin import RowId
@@ -142,6 +142,9 @@ async def change_key(
 
 @router.post("/{key_id}/revoke")
 async def revoke_key(key_id: RowId, principal: AdminPrincipal, services: ServicesDep) -> Response:
+    if key_id == principal.key_id:
+        # As the admin UI refuses it: an admin revoking the key in use locks itself out.
+        raise OwnKeyRevocation("You cannot revoke the key you are using.", param="key_id")
     if not await services.keys.revoke(key_id, principal.key_id):
         raise KeyNotFound(f"No active key with id {key_id}.", param="key_id")
     return json_response({"object": "api_key", "id": key_id, "revoked": True})

@@ -71,6 +71,19 @@ def test_a_created_key_is_shown_once_works_and_can_be_revoked(admin_stack: LoopS
         assert admin.post(f"/v1/admin/keys/{new['id']}/revoke").status_code == 404
 
 
+def test_an_admin_cannot_revoke_the_key_it_is_using(admin_stack: LoopStack) -> None:
+    # As on the admin UI: revoking the key in use would lock the admin out mid-request.
+    with admin_stack.client(admin_stack.admin_key) as admin:
+        own = next(
+            k["id"]
+            for k in admin.get("/v1/admin/keys").json()["data"]
+            if k["prefix"] and admin_stack.admin_key.startswith(k["prefix"])
+        )
+        refused = admin.post(f"/v1/admin/keys/{own}/revoke")
+        assert (refused.status_code, refused.json()["error"]["code"]) == (409, "own_key")
+        assert admin.get("/v1/admin/keys").status_code == 200  # still signed in
+
+
 def test_key_creation_refuses_bad_roles(admin_stack: LoopStack) -> None:
     with admin_stack.client(admin_stack.admin_key) as admin:
         bad = admin.post("/v1/admin/keys", json={"name": "x", "roles": ["Root Access!"]})
