@@ -30,8 +30,9 @@ from mcp_client.types import ToolResult
 log = structlog.get_logger("mcp_client.http_manifest")
 _METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
 # Anything another reader could resolve differently from posixpath: encoded separators or dots,
-# backslashes, a scheme or authority, a query or fragment.
-_UNSAFE_ENDPOINT = re.compile(r"%(2f|5c|2e)|\\|:|^//|[?#]", re.IGNORECASE)
+# backslashes, a scheme or authority, a query or fragment, path parameters (`..;` is `..` to a
+# servlet container).
+_UNSAFE_ENDPOINT = re.compile(r"%(2f|5c|2e|3b)|\\|:|;|^//|[?#]", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,6 +88,9 @@ def escaping_manifest_app(hits: list[str]) -> Starlette:
             {"name": "absolute", "endpoint": "http://127.0.0.1:1/secret-admin"},
             {"name": "backslash", "endpoint": "\\\\..\\\\secret-admin"},
             {"name": "odd_method", "endpoint": "/weather", "method": "TRACE"},
+            # `..;` is `..` to servlet containers (Tomcat, Jetty) behind the tool server's URL.
+            {"name": "semicolon", "endpoint": "/x/..;/..;/secret-admin"},
+            {"name": "semicolon_encoded", "endpoint": "/x/..%3b/..%3B/secret-admin"},
         ]
     }
 
