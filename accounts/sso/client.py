@@ -105,6 +105,10 @@ class OidcClient:
             raise SignInFailed("the provider sent no ID token")
         claims = await self._verified_claims(id_token, pending.nonce)
         person = claims.get(self._settings.person_claim) or claims["sub"]
+        if self._unverified_email(claims):
+            # An unverified address may be anyone's: it must not name a person in the audit
+            # log, nor match another person's SSO row.
+            raise SignInFailed(f"the provider has not verified the email {person}")
         groups = claims.get(self._settings.groups_claim) or []
         if isinstance(groups, str):
             groups = [groups]
@@ -112,6 +116,15 @@ class OidcClient:
             subject=f"{self._settings.issuer}#{claims['sub']}",
             person=str(person),
             groups=frozenset(str(group) for group in _as_list(groups)),
+        )
+
+    def _unverified_email(self, claims: dict[str, Any]) -> bool:
+        settings = self._settings
+        by_email = settings.person_claim == "email" and "email" in claims
+        return (
+            settings.require_verified_email
+            and by_email
+            and claims.get("email_verified") is not True
         )
 
     def _oauth(self, redirect_uri: str) -> AsyncOAuth2Client:

@@ -25,6 +25,11 @@ class OidcSettings(BaseModel):
         "email", description="the ID token claim naming the person (the audit log's actor)"
     )
     groups_claim: str = Field("groups", description="the ID token claim listing the groups")
+    require_verified_email: bool = Field(
+        True,
+        description="when the person claim is `email`, sign in only people whose provider says "
+        "`email_verified: true` (false: for a provider that never sends it)",
+    )
     roles_by_group: dict[str, list[str]] = Field(
         default_factory=dict,
         description="group -> gateway roles; only people given `admin` may sign in",

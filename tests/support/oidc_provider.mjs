@@ -68,7 +68,7 @@ server.listen(0, '127.0.0.1', async () => {
       grant_types: ['authorization_code'],
     }],
     pkce: { required: () => true },
-    claims: { openid: ['sub'], email: ['email'], groups: ['groups'] },
+    claims: { openid: ['sub'], email: ['email', 'email_verified'], groups: ['groups'] },
     // the claims in the ID token itself, as most company providers do
     conformIdTokenClaims: false,
     findAccount: async (ctx, id) => (accounts[id] ? {

@@ -21,8 +21,18 @@ from tests.support.gateway import TEST_ADMIN_UI, RunningGateway, running_gateway
 from tests.support.oidc_provider import oidc_provider
 
 ACCOUNTS = {
-    "alice": {"email": "alice@example.com", "groups": ["gateway-admins", "staff"]},
-    "bob": {"email": "bob@example.com", "groups": ["staff"]},
+    "alice": {
+        "email": "alice@example.com",
+        "email_verified": True,
+        "groups": ["gateway-admins", "staff"],
+    },
+    "bob": {"email": "bob@example.com", "email_verified": True, "groups": ["staff"]},
+    # In the admin group, but the provider never verified the address she typed.
+    "mallory": {
+        "email": "alice@example.com ",
+        "email_verified": False,
+        "groups": ["gateway-admins"],
+    },
 }
 SECRET = "test-client-secret"
 
@@ -99,6 +109,18 @@ def test_a_person_outside_the_admin_group_is_refused(tmp_path: Path) -> None:
     assert "bob@example.com is not in a group that may administer" in refused.text
     assert after.url.path == "/admin/login"  # no session was opened
     assert audit["data"][0]["detail"]["reason"] == "not_admin:bob@example.com"
+
+
+def test_an_unverified_email_does_not_sign_in(tmp_path: Path) -> None:
+    with (
+        sso_stack(tmp_path) as stack,
+        httpx.Client(base_url=stack.gateway.url, follow_redirects=True) as browser,
+    ):
+        refused = _sign_in_as(browser, "mallory")
+        after = browser.get("/admin")
+    assert refused.status_code >= 400
+    assert "has not verified the email" in refused.text
+    assert after.url.path == "/admin/login"
 
 
 def test_a_forged_or_stale_callback_is_refused(tmp_path: Path) -> None:
