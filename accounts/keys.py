@@ -17,6 +17,7 @@ from accounts.key_usage import LastUsed
 from accounts.limits.config import KeyLimits, TeamBudget
 from accounts.principals import Principal
 from db.base import utcnow
+from db.idempotent import insert_or_ignore
 from db.models import ApiKey, AuditEvent, Team
 from db.transactions import Transactions, json_of, utc
 from governance import KeyState
@@ -94,14 +95,24 @@ class KeyStore:
         return key, info
 
     async def ensure(self, key: str, name: str, roles: Iterable[str]) -> None:
-        """Make sure ``key`` exists and is active (the GATEWAY_ADMIN_KEY bootstrap)."""
+        """Make sure ``key`` exists and is active (the GATEWAY_ADMIN_KEY bootstrap).
+
+        Every worker and replica runs this at start, often at the same moment: insert-or-ignore,
+        then read, so whichever loses the race finds the winner's row instead of failing."""
+        digest, wanted = hash_key(key), sorted(set(roles))
+        values = {"name": name, "owner": name, "key_hash": digest, "prefix": _prefix(key)}
         async with self._sessions.begin() as session:
-            row = await session.scalar(select(ApiKey).where(ApiKey.key_hash == hash_key(key)))
-            if row is not None:
+            created = await insert_or_ignore(
+                session, ApiKey, values | {"roles": wanted}, ["key_hash"]
+            )
+            row = await session.scalar(select(ApiKey).where(ApiKey.key_hash == digest))
+            assert row is not None  # inserted here, or by whoever won the race
+            if created:
+                detail = {"key_id": row.id, "name": name, "owner": name, "roles": wanted}
+                session.add(_audit("key.created", None, detail))
+            elif row.revoked_at is not None or not set(wanted) <= set(row.roles):
                 row.revoked_at = None
-                row.roles = sorted(set(row.roles) | set(roles))
-                return
-        await self._insert(key, name, roles, name, None)
+                row.roles = sorted(set(row.roles) | set(wanted))
 
     async def sso_person(self, subject: str, person: str, roles: Iterable[str]) -> KeyInfo | None:
         """The row standing for a person signed in with SSO, created on first sign-in and given
@@ -262,7 +273,7 @@ class KeyStore:
             name=name,
             owner=owner,
             key_hash=hash_key(key),
-            prefix=key[: len(KEY_PREFIX) + 6],
+            prefix=_prefix(key),
             roles=sorted(set(roles)),
         )
         for setting, value in (settings or {}).items():
@@ -274,6 +285,11 @@ class KeyStore:
             detail |= {"settings": _settings(row)} if settings else {}
             session.add(_audit("key.created", actor_key_id, detail))
         return _info(row)
+
+
+def _prefix(key: str) -> str:
+    """What lists show of a key: enough to tell keys apart, too little to use."""
+    return key[: len(KEY_PREFIX) + 6]
 
 
 def _info(row: ApiKey) -> KeyInfo:
