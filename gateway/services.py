@@ -13,7 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from accounts.keys import KeyStore
 from accounts.limits.alerts import audit_budget_alert
 from accounts.limits.budgets import BudgetAlert, BudgetAlertSink
-from accounts.limits.counters import Counters, MemoryCounters
+from accounts.limits.counters import MemoryCounters
+from accounts.limits.database_counters import DatabaseCounters
 from accounts.limits.limiter import KeyLimiter
 from accounts.limits.sign_in import SignInThrottle
 from accounts.pricing import PriceBook, litellm_price_table
@@ -128,7 +129,9 @@ class Services:
             _requesters(keys),
         )
         notifier.start()
-        limits = _key_limiter(settings, prices, _budget_sink(sessions, notifier))
+        limits = _key_limiter(
+            settings, prices, _budget_sink(sessions, notifier), sessions, engine.dialect.name
+        )
         seal = token_seal(settings.mcp_token_key) if settings.mcp_token_key else None
         tool_servers = build_tool_servers(
             sessions,
@@ -368,14 +371,23 @@ def _turn_usage(
     )
 
 
-def _key_limiter(settings: Settings, prices: PriceBook, on_alert: BudgetAlertSink) -> KeyLimiter:
-    counters: Counters = MemoryCounters()
+def _key_limiter(
+    settings: Settings,
+    prices: PriceBook,
+    on_alert: BudgetAlertSink,
+    sessions: async_sessionmaker[AsyncSession],
+    dialect: str,
+) -> KeyLimiter:
     if settings.redis_url:
         # Imported only when configured: the Redis client is tens of MB of resident memory.
         from accounts.limits.redis_counters import RedisCounters
 
-        counters = RedisCounters(settings.redis_url, settings.redis_key_prefix)
-    return KeyLimiter(settings.key_limits, counters, prices, on_alert=on_alert)
+        shared = RedisCounters(settings.redis_url, settings.redis_key_prefix)
+        return KeyLimiter(settings.key_limits, shared, prices, on_alert=on_alert)
+    # Without Redis, rates are counted per process, but budgets (money) in the database every
+    # worker and replica shares.
+    spend = DatabaseCounters(sessions, dialect)
+    return KeyLimiter(settings.key_limits, MemoryCounters(), prices, on_alert=on_alert, spend=spend)
 
 
 async def get_services(request: Request) -> Services:

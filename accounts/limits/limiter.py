@@ -46,11 +46,15 @@ class KeyLimiter:
         config: KeyLimitsConfig,
         counters: Counters,
         prices: PriceBook,
+        *,
         clock: Callable[[], float] = time.time,
         on_alert: BudgetAlertSink | None = None,
+        spend: Counters | None = None,
     ) -> None:
         self._config = config
         self._counters = counters
+        # Budgets' counters: the rate counters' unless given (the database's, without Redis).
+        self._spend_counters = spend or counters
         self._prices = prices
         self._clock = clock
         self._on_alert = on_alert
@@ -112,7 +116,7 @@ class KeyLimiter:
         held = reservation.held
         for budget in applicable:
             # The increment is the check: atomic, so each request sees every earlier hold.
-            after = await self._counters.add(budget.counter, held, budget.ttl_seconds)
+            after = await self._spend_counters.add(budget.counter, held, budget.ttl_seconds)
             reservation.budgets.append(budget)
             if after - held >= budget.limit:
                 await self._release(reservation)
@@ -122,7 +126,9 @@ class KeyLimiter:
         reservation.settled = True
         for budget in reservation.budgets:
             if reservation.held:
-                await self._counters.add(budget.counter, -reservation.held, budget.ttl_seconds)
+                await self._spend_counters.add(
+                    budget.counter, -reservation.held, budget.ttl_seconds
+                )
 
     async def settle(
         self, reservation: Reservation, usage: Usage | None, alias: str | None = None
@@ -172,29 +178,13 @@ class KeyLimiter:
         finally:
             await self.settle(reservation, context.usage, alias)
 
-    async def charge(self, principal: Principal, alias: str, usage: Usage | None) -> None:
-        limits = self.limits_for(principal)
-        if usage is None or _unlimited(principal, limits):
-            return
-        now = self._clock()
-        try:
-            if limits.tokens_per_minute is not None:
-                key = _window_key("tpm", principal.key_id, now, MINUTE)
-                await self._counters.add(key, usage.total_tokens, MINUTE * 2)
-            # An unpriced model adds nothing here; it is flagged in /readyz instead.
-            spent = self._prices.cost(alias, usage) or 0.0
-            if spent > 0:
-                await self._spend(budgets(principal, limits, now), spent, spent)
-        except CountersUnavailable as exc:
-            log.warning("limits_unavailable", reason=str(exc))
-
     async def _spend(self, applicable: list[Budget], spent: float, added: float) -> None:
         """Adds ``added`` to each budget's counter; ``spent`` of it is real spend, which alerts
         when it carries the counter across a threshold."""
         for budget in applicable:
             if not added:
                 continue
-            after = await self._counters.add(budget.counter, added, budget.ttl_seconds)
+            after = await self._spend_counters.add(budget.counter, added, budget.ttl_seconds)
             if spent <= 0:
                 continue
             for threshold in budget.crossed(after - spent, after):
@@ -213,7 +203,7 @@ class KeyLimiter:
 
     async def _check_budgets(self, principal: Principal, limits: KeyLimits, now: float) -> None:
         for budget in budgets(principal, limits, now):
-            if await self._counters.get(budget.counter) >= budget.limit:
+            if await self._spend_counters.get(budget.counter) >= budget.limit:
                 raise BudgetExceeded(budget.refusal, budget.retry_after)
 
     async def _check(self, principal: Principal, limits: KeyLimits, now: float) -> None:
@@ -236,6 +226,8 @@ class KeyLimiter:
 
     async def aclose(self) -> None:
         await self._counters.aclose()
+        if self._spend_counters is not self._counters:
+            await self._spend_counters.aclose()
 
 
 def _unlimited(principal: Principal, limits: KeyLimits) -> bool:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.accounts.limits.test_shared_limits import REDIS_URL, _redis_or_skip
+from tests.support.databases import postgres_database
 from tests.support.fake_openai import FakeOpenAI, FakeReply
 from tests.support.gateway import RunningGateway, running_gateway
 from tests.support.servers import serve
@@ -65,9 +68,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         ) as gateway,
     ):
         yield Stack(gateway, upstream, database)
-
-
-Send = Callable[[httpx.AsyncClient, str], Any]
 
 
 async def _burst(base: str | list[str], key: str, path: str, body: dict[str, Any]) -> list[int]:
@@ -198,3 +198,55 @@ def test_refused_requests_cost_nothing_in_usage_and_reports(stack: Stack) -> Non
     (mine,) = [row for row in report if row["key_name"] == "refused"]
     assert (mine["requests"], mine["errors"], mine["cost_usd"]) == (7, 4, 3.0)
     assert mine["unpriced_requests"] == 0
+
+
+@pytest.fixture(scope="module", params=["redis", "database"])
+def two_replicas(
+    request: pytest.FixtureRequest,
+) -> Iterator[tuple[list[RunningGateway], FakeOpenAI]]:
+    """Two gateways on one PostgreSQL database, sharing their budget counters through Redis,
+    or without Redis through the database."""
+    upstream = FakeOpenAI()
+    shared: dict[str, Any] = {"environ": {"UPSTREAM_KEY": "sk-upstream"}, "key_limits": KEY_LIMITS}
+    if request.param == "redis":
+        _redis_or_skip()
+        shared |= {"redis_url": REDIS_URL, "redis_key_prefix": f"test-{uuid.uuid4().hex}:"}
+    with (
+        postgres_database() as database_url,
+        serve(upstream.app()) as openai_url,
+    ):
+        shared["models"] = priced_models(openai_url)
+        with (
+            running_gateway(database_url, **shared) as one,
+            running_gateway(database_url, **shared) as two,
+        ):
+            yield [one, two], upstream
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/chat/completions", {"model": "gpt", "messages": HELLO, "stream": True}),
+        ("/responses", {"model": "gpt-native", "input": "hi"}),
+        ("/embeddings", {"model": "embed", "input": "hi"}),
+    ],
+    ids=["chat-stream", "responses", "embeddings"],
+)
+def test_two_replicas_share_one_gate(
+    two_replicas: tuple[list[RunningGateway], FakeOpenAI],
+    path: str,
+    body: dict[str, Any],
+    request: pytest.FixtureRequest,
+) -> None:
+    gateways, upstream = two_replicas
+    key = gateways[0].create_key(f"two-{request.node.callspec.id}", ["spender"])
+    upstream.queue(*[SLOW] * BURST)
+    before = len(upstream.requests)
+    try:
+        statuses = asyncio.run(_burst([g.v1 for g in gateways], key, path, body))
+    finally:
+        upstream.replies.clear()
+
+    reached = len(upstream.requests) - before
+    assert statuses.count(200) == reached
+    assert 1 <= reached <= MOST
