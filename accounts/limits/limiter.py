@@ -159,8 +159,10 @@ class KeyLimiter:
         alias: str,
         context: CarriesUsage,
     ) -> AsyncIterator[bytes]:
-        """The streamed body, which settles the reservation with the usage its end recorded (or
-        releases it when the stream ends without one); as it is without limits."""
+        """The streamed body, which settles the reservation with the usage its end recorded; a
+        stream that ended without usage (cut, failed, or left by the client) reached the
+        provider, so it is settled at no tokens (its ``per_request`` price), as its usage row is
+        priced. As it is without limits."""
         if reservation.principal is None:
             return body  # no extra step for every chunk when nothing is counted
         return self._settled_after(body, reservation, alias, context)
@@ -176,7 +178,7 @@ class KeyLimiter:
             async for chunk in body:
                 yield chunk
         finally:
-            await self.settle(reservation, context.usage, alias)
+            await self.settle(reservation, context.usage or Usage(), alias)
 
     async def _spend(self, applicable: list[Budget], spent: float, added: float) -> None:
         """Adds ``added`` to each budget's counter; ``spent`` of it is real spend, which alerts
