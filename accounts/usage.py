@@ -59,9 +59,16 @@ def _row(entry: UsageEntry, prices: PriceBook) -> dict[str, object]:
         entry.cache_write_tokens,
         entry.reasoning_tokens,
     )
-    row["cost_usd"] = prices.cost(entry.model, usage)
+    row["cost_usd"] = 0.0 if _refused(entry) else prices.cost(entry.model, usage)
     row["created_at"] = datetime.fromtimestamp(entry.at, UTC)
     return row
+
+
+def _refused(entry: UsageEntry) -> bool:
+    """An error answer that used no tokens was refused (401, 403, 404, 413, 429, a 400) or
+    failed before any provider did work for it (a 5xx, an upstream error): it costs nothing,
+    not even a model's ``per_request`` price."""
+    return entry.status_code >= 400 and not (entry.prompt_tokens or entry.completion_tokens)
 
 
 class UsageRecorder:

@@ -54,8 +54,12 @@ class _RoundOutcome:
 
 # How the HTTP edge reports an error (its status, type and code): a failed turn keeps it.
 ErrorReporter = Callable[[GatewayError], ErrorReport]
-# Told of every model call a turn makes (for usage accounting): the response and its latency.
-ModelCallObserver = Callable[[ConversationInfo, ChatResponse, float], Awaitable[None]]
+# How one model call ended (usage accounting, the spend it held settled): its response and
+# latency, or None when it never answered.
+ModelCallSettle = Callable[[ChatResponse | None, float], Awaitable[None]]
+# Asked before every model call a turn makes, resumed turns included: it holds the call's
+# worst-case spend on the key's budgets, or raises (a GatewayError: the turn fails as it reports).
+ModelCallGate = Callable[[ConversationInfo, ChatRequest], Awaitable[ModelCallSettle]]
 
 
 class TurnRunner:
@@ -70,10 +74,10 @@ class TurnRunner:
         settings: ToolLoopSettings,
         report: ErrorReporter,
         max_history_bytes: int,
-        observe: ModelCallObserver | None = None,
+        gate: ModelCallGate | None = None,
     ) -> None:
         self._report = report
-        self._observe = observe
+        self._gate = gate
         self._max_history_bytes = max_history_bytes
         self._store = store
         self._calls = calls
@@ -244,17 +248,24 @@ class TurnRunner:
             # Built once per offer (roles, bundle, catalog state), not per model call.
             tools=self._tools.offer(conversation.roles, conversation.bundle).specs,
         )
+        settle = await self._gate(conversation, request) if self._gate else _unmetered
         started = perf_counter()
-        # Through the router: retries, fallbacks and the circuit breaker apply to turns too.
-        routed = await self._router.stream(conversation.model, request)
-        async for event in _chained(routed.first, routed.rest):
-            if isinstance(event, TextDelta):
-                yield MessageDelta(event.text)
-            elif isinstance(event, StreamDone):
-                if self._observe is not None:
-                    await self._observe(conversation, event.response, perf_counter() - started)
-                # Stored with the turn's end, or (asking for tools) with the round's proposals.
-                yield event.response.message
+        response: ChatResponse | None = None
+        try:
+            # Through the router: retries, fallbacks and the circuit breaker apply to turns too.
+            routed = await self._router.stream(conversation.model, request)
+            async for event in _chained(routed.first, routed.rest):
+                if isinstance(event, TextDelta):
+                    yield MessageDelta(event.text)
+                elif isinstance(event, StreamDone):
+                    response = event.response
+                    await settle(response, perf_counter() - started)
+                    # Stored with the turn's end, or (asking for tools) with the round's
+                    # proposals.
+                    yield response.message
+        finally:
+            if response is None:  # failed or abandoned before its end: its hold is released
+                await settle(None, perf_counter() - started)
 
     async def _durable(self, conversation_id: str, event: TurnEvent | Stored) -> TurnEvent:
         if isinstance(event, Stored):  # written with the move it reports
@@ -262,6 +273,10 @@ class TurnRunner:
         if event.durable:
             await self._store.add_event(conversation_id, event)
         return event
+
+
+async def _unmetered(response: ChatResponse | None, seconds: float) -> None:
+    return None
 
 
 async def _chained(

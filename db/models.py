@@ -71,6 +71,17 @@ class MaintenanceLease(Base):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
+class LimitCounter(Base):
+    """A budget's counter when there is no Redis (``accounts/limits/database_counters.py``): its
+    window is in ``name``; ``expires_at`` (epoch seconds) is when the row may be deleted."""
+
+    __tablename__ = "limit_counters"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value: Mapped[float] = mapped_column(Float)
+    expires_at: Mapped[float] = mapped_column(Float, index=True)
+
+
 class Conversation(Base):
     __tablename__ = "conversations"
 

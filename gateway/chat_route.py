@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from accounts.limits.reservations import Reservation, prompt_tokens_of
 from accounts.principals import Principal
 from gateway.auth import authenticate, authorize_model
 from gateway.context import RequestContext, request_context
@@ -108,28 +109,52 @@ async def serve_chat(request: Request, api: ChatApi[Body]) -> Response:
     config = authorize_model(services, principal, model)
     require_chat_model(config)
     context.provider = config.provider  # until a deployment answers
-    await services.limits.admit(principal)
     chat_request = services.prompt_guard.screen(principal, api.to_chat_request(body))
     reply_id = api.new_reply_id()
     if config.server_tools:
+        # Each model call of the tool loop reserves its own spend (a conversation turn's gate).
+        await services.limits.admit(principal)
         return await server_tools_answer(services, principal, body, chat_request, reply_id, api=api)
-    if not body.stream:
-        response, served = await services.router.complete(model, chat_request)
-        context.provider = served.provider
-        context.usage = response.usage
-        await services.limits.charge(principal, served.alias, response.usage)
-        response = services.prompt_guard.screen_answer(principal, response)
-        return json_response(api.whole(response, reply_id, model), headers=served_headers(served))
+    reservation = await reserve_spend(
+        services, principal, request, model, chat_request.params.max_tokens
+    )
+    try:
+        if not body.stream:
+            response, served = await services.router.complete(model, chat_request)
+            context.provider = served.provider
+            context.usage = response.usage
+            await services.limits.settle(reservation, response.usage, served.alias)
+            response = services.prompt_guard.screen_answer(principal, response)
+            whole = api.whole(response, reply_id, model)
+            return json_response(whole, headers=served_headers(served))
 
-    # Errors before the first event still get a proper status code; after it, an SSE error.
-    routed = await services.router.stream(model, chat_request)
+        # Errors before the first event still get a proper status code; after it, an SSE error.
+        routed = await services.router.stream(model, chat_request)
+    except BaseException:
+        await services.limits.settle(reservation, None)  # never answered: it costs nothing
+        raise
     context.provider = routed.served.provider
     answer = services.prompt_guard.observed(principal, routed.first, routed.rest)
     first = await anext(answer)  # the same first event, already here
     events = event_stream(first, answer, api.encoder(reply_id, body), context)
     return EventStreamResponse(
-        services.limits.charge_after(events, principal, routed.served.alias, context),
+        services.limits.settle_after(events, reservation, routed.served.alias, context),
         headers=served_headers(routed.served),
+    )
+
+
+async def reserve_spend(
+    services: Services,
+    principal: Principal,
+    request: Request,
+    alias: str,
+    max_tokens: int | None,
+) -> Reservation:
+    """The request's worst-case cost held on its budgets (``KeyLimiter.reserve``), its prompt
+    estimated from the size of its body."""
+    size = len(await request.body())  # read already: the body is cached on the request
+    return await services.limits.reserve(
+        principal, alias, max_tokens=max_tokens, prompt_tokens=prompt_tokens_of(size)
     )
 
 

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway.auth import authenticate, authorize_model
-from gateway.chat_route import json_body, served_headers
+from gateway.chat_route import json_body, reserve_spend, served_headers
 from gateway.context import request_context
 from gateway.responses import json_response
 from gateway.services import get_services
@@ -82,14 +82,19 @@ async def create_embeddings(request: Request) -> Response:
     config = authorize_model(services, principal, body.model)
     embedding_model(config)
     context.provider = config.provider  # until a deployment answers
-    await services.limits.admit(principal)
     inputs = (body.input,) if isinstance(body.input, str) else tuple(body.input)
-    response, served = await services.router.embed(
-        body.model, EmbeddingRequest(inputs, body.dimensions, body.user)
-    )
+    # An embedding has no output tokens: the worst case is its input.
+    reservation = await reserve_spend(services, principal, request, body.model, 0)
+    try:
+        response, served = await services.router.embed(
+            body.model, EmbeddingRequest(inputs, body.dimensions, body.user)
+        )
+    except BaseException:
+        await services.limits.settle(reservation, None)  # never answered: it costs nothing
+        raise
     context.provider = served.provider
     context.usage = response.usage
-    await services.limits.charge(principal, served.alias, response.usage)
+    await services.limits.settle(reservation, response.usage, served.alias)
     return json_response(
         embeddings_json(response, body.model, body.encoding_format),
         headers=served_headers(served),

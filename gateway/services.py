@@ -13,7 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from accounts.keys import KeyStore
 from accounts.limits.alerts import audit_budget_alert
 from accounts.limits.budgets import BudgetAlert, BudgetAlertSink
-from accounts.limits.counters import Counters, MemoryCounters
+from accounts.limits.counters import MemoryCounters
+from accounts.limits.database_counters import DatabaseCounters
 from accounts.limits.limiter import KeyLimiter
 from accounts.limits.sign_in import SignInThrottle
 from accounts.pricing import PriceBook, litellm_price_table
@@ -31,7 +32,7 @@ from chat_service.sweeper import Sweeper
 from chat_service.tool_call_view import ToolCallView
 from chat_service.tool_calls import ToolCallStore
 from chat_service.tool_inputs import ToolInputs
-from chat_service.turn import ModelCallObserver, TurnRunner
+from chat_service.turn import ModelCallGate, ModelCallSettle, TurnRunner
 from db.audit_chain import AuditSealer
 from db.engine import create_engine, session_factory
 from db.transactions import Transactions
@@ -45,7 +46,7 @@ from guardrails import PromptGuard, Screening
 from llm_service.errors import ModelNotFound
 from llm_service.registry import AdapterFactory, ModelRegistry
 from llm_service.router import Router
-from llm_service.types import ChatResponse
+from llm_service.types import ChatRequest, ChatResponse
 from mcp_client.types import ToolCatalog
 from notifications.notifier import Notifier, RequesterLookup
 from notifications.payloads import Requester
@@ -128,7 +129,9 @@ class Services:
             _requesters(keys),
         )
         notifier.start()
-        limits = _key_limiter(settings, prices, _budget_sink(sessions, notifier))
+        limits = _key_limiter(
+            settings, prices, _budget_sink(sessions, notifier), sessions, engine.dialect.name
+        )
         seal = token_seal(settings.mcp_token_key) if settings.mcp_token_key else None
         tool_servers = build_tool_servers(
             sessions,
@@ -184,7 +187,7 @@ class Services:
             settings=loop_settings,
             report=report_of,
             max_history_bytes=settings.max_history_bytes,
-            observe=_usage_observer(usage, registry, limits, keys),
+            gate=_model_call_gate(usage, registry, limits, keys),
         )
         background = BackgroundTurns(turns)
         approvals = Approvals(
@@ -308,37 +311,17 @@ def _decision_observer(metrics: GatewayMetrics, background: BackgroundTurns) -> 
     return decided
 
 
-def _usage_observer(
+def _model_call_gate(
     usage: UsageRecorder, registry: ModelRegistry, limits: KeyLimiter, keys: KeyStore
-) -> ModelCallObserver:
-    """Conversation turns record (and charge to the key's limits) their model calls' usage,
-    also when a turn resumes in the background after an approval."""
+) -> ModelCallGate:
+    """Each model call of a conversation turn, also when the turn resumes in the background
+    after an approval, reserves its worst case on the key's budgets first (refused: the turn
+    fails with the 429), then records its usage and settles the reservation to its cost."""
 
-    async def observe(
-        conversation: ConversationInfo, response: ChatResponse, seconds: float
-    ) -> None:
+    async def reserve(conversation: ConversationInfo, request: ChatRequest) -> ModelCallSettle:
         # The key as it is now (cached), for its team and own limits; a revoked key's turn
         # still counts against its roles' limits.
         key = await keys.by_id(conversation.api_key_id)
-        usage.record(
-            UsageEntry(
-                request_id=conversation.id,
-                api_key_id=conversation.api_key_id,
-                key_name=key.name if key else None,
-                team=key.team if key else None,
-                route="conversation",
-                model=conversation.model,
-                provider=registry.get(conversation.model).config.provider,
-                prompt_tokens=response.usage.prompt_tokens,
-                completion_tokens=response.usage.completion_tokens,
-                latency_ms=round(seconds * 1000),
-                status_code=200,
-                error_type=None,
-                cached_tokens=response.usage.cached_tokens,
-                cache_write_tokens=response.usage.cache_write_tokens,
-                reasoning_tokens=response.usage.reasoning_tokens,
-            )
-        )
         requester = Principal(
             conversation.api_key_id,
             key.name if key else "",
@@ -347,19 +330,64 @@ def _usage_observer(
             limits=key.limits if key else None,
             team_budget=key.team_budget if key else None,
         )
-        await limits.charge(requester, conversation.model, response.usage)
+        # The history's size is not known without encoding it: its cost is settled after.
+        reservation = await limits.reserve(requester, conversation.model)
 
-    return observe
+        async def settle(response: ChatResponse | None, seconds: float) -> None:
+            if response is None:
+                await limits.settle(reservation, None)
+                return
+            usage.record(_turn_usage(conversation, key, registry, response, seconds))
+            await limits.settle(reservation, response.usage)
+
+        return settle
+
+    return reserve
 
 
-def _key_limiter(settings: Settings, prices: PriceBook, on_alert: BudgetAlertSink) -> KeyLimiter:
-    counters: Counters = MemoryCounters()
+def _turn_usage(
+    conversation: ConversationInfo,
+    key: Principal | None,
+    registry: ModelRegistry,
+    response: ChatResponse,
+    seconds: float,
+) -> UsageEntry:
+    return UsageEntry(
+        request_id=conversation.id,
+        api_key_id=conversation.api_key_id,
+        key_name=key.name if key else None,
+        team=key.team if key else None,
+        route="conversation",
+        model=conversation.model,
+        provider=registry.get(conversation.model).config.provider,
+        prompt_tokens=response.usage.prompt_tokens,
+        completion_tokens=response.usage.completion_tokens,
+        latency_ms=round(seconds * 1000),
+        status_code=200,
+        error_type=None,
+        cached_tokens=response.usage.cached_tokens,
+        cache_write_tokens=response.usage.cache_write_tokens,
+        reasoning_tokens=response.usage.reasoning_tokens,
+    )
+
+
+def _key_limiter(
+    settings: Settings,
+    prices: PriceBook,
+    on_alert: BudgetAlertSink,
+    sessions: async_sessionmaker[AsyncSession],
+    dialect: str,
+) -> KeyLimiter:
     if settings.redis_url:
         # Imported only when configured: the Redis client is tens of MB of resident memory.
         from accounts.limits.redis_counters import RedisCounters
 
-        counters = RedisCounters(settings.redis_url, settings.redis_key_prefix)
-    return KeyLimiter(settings.key_limits, counters, prices, on_alert=on_alert)
+        shared = RedisCounters(settings.redis_url, settings.redis_key_prefix)
+        return KeyLimiter(settings.key_limits, shared, prices, on_alert=on_alert)
+    # Without Redis, rates are counted per process, but budgets (money) in the database every
+    # worker and replica shares.
+    spend = DatabaseCounters(sessions, dialect)
+    return KeyLimiter(settings.key_limits, MemoryCounters(), prices, on_alert=on_alert, spend=spend)
 
 
 async def get_services(request: Request) -> Services:

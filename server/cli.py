@@ -171,7 +171,8 @@ def _serve(settings: Settings, host: str, port: int, workers: int | None) -> int
     if not settings.redis_url:
         print(
             f"{workers} workers without redis_url: each worker keeps its own rate-limit "
-            "counters (as replicas would); set redis_url for exact limits",
+            "counters (as replicas would; budgets are shared through the database); "
+            "set redis_url for exact rate limits",
             file=sys.stderr,
         )
     try:

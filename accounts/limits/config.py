@@ -56,6 +56,11 @@ class KeyLimitsConfig(BaseModel):
 
     default: KeyLimits = Field(default_factory=KeyLimits)
     roles: dict[str, KeyLimits] = Field(default_factory=dict)
+    reserve_max_tokens: int = Field(
+        4096,
+        gt=0,
+        description="output tokens a budget reserves for a request that sets no max_tokens",
+    )
 
     def for_roles(self, roles: Iterable[str]) -> KeyLimits:
         matching = [self.roles[role] for role in sorted(roles) if role in self.roles]

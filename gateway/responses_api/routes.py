@@ -19,12 +19,19 @@ from fastapi import APIRouter, Query
 from starlette.requests import Request
 from starlette.responses import Response
 
+from accounts.limits.reservations import Reservation
 from accounts.principals import Principal
 from chat_service.errors import HistoryTooLarge
 from chat_service.messages import history_bytes
 from gateway import sse
 from gateway.auth import CurrentPrincipal, ServicesDep, authenticate, authorize_model
-from gateway.chat_route import event_stream, json_body, require_chat_model, served_headers
+from gateway.chat_route import (
+    event_stream,
+    json_body,
+    require_chat_model,
+    reserve_spend,
+    served_headers,
+)
 from gateway.context import RequestContext, request_context
 from gateway.errors import TooManyMessages
 from gateway.providers import TOOL_SCHEMA_CONVERTERS
@@ -100,19 +107,38 @@ async def create_response(request: Request) -> Response:
         _history_items(previous),
         this_input,
     )
-    await services.limits.admit(principal)
-    if services.router.serves_responses(body.model):
-        return await _passed_through(services, principal, turn, mapped, context)
+    reservation = await reserve_spend(
+        services, principal, request, body.model, body.max_output_tokens
+    )
+    try:
+        if services.router.serves_responses(body.model):
+            return await _passed_through(services, reservation, turn, mapped, context)
+        return await _translated(services, reservation, turn, tools, config, context=context)
+    except BaseException:
+        await services.limits.settle(reservation, None)  # a no-op once settled
+        raise
+
+
+async def _translated(
+    services: Services,
+    reservation: Reservation,
+    turn: _Turn,
+    tools: tuple[ToolSpec, ...],
+    config: ModelConfig,
+    *,
+    context: RequestContext,
+) -> Response:
+    body = turn.body
     chat_request = services.prompt_guard.screen(
-        principal, _chat_request(body, conversation, tools, _format_for(config, body))
+        turn.principal, _chat_request(body, turn.conversation, tools, _format_for(config, body))
     )
     response_id = new_id("resp")
     if not body.stream:
         answer, served = await services.router.complete(body.model, chat_request)
         context.provider = served.provider
         context.usage = answer.usage
-        await services.limits.charge(principal, served.alias, answer.usage)
-        answer = services.prompt_guard.screen_answer(principal, answer)
+        await services.limits.settle(reservation, answer.usage, served.alias)
+        answer = services.prompt_guard.screen_answer(turn.principal, answer)
         payload = whole_response_json(answer, response_id, body)
         await turn.finished(payload)
         return json_response(payload, headers=served_headers(served))
@@ -122,7 +148,7 @@ async def create_response(request: Request) -> Response:
     writer = ResponseWriter(response_id, body)
     events = _stored_first(event_stream(routed.first, routed.rest, writer, context), writer, turn)
     return sse.EventStreamResponse(
-        services.limits.charge_after(events, principal, routed.served.alias, context),
+        services.limits.settle_after(events, reservation, routed.served.alias, context),
         headers=served_headers(routed.served),
     )
 
@@ -152,7 +178,7 @@ class _Turn:
 
 async def _passed_through(
     services: Services,
-    principal: Principal,
+    reservation: Reservation,
     turn: _Turn,
     mapped: dict[int, ToolSpec | None],
     context: RequestContext,
@@ -166,7 +192,7 @@ async def _passed_through(
         answer, served = await services.router.respond(body.model, call)
         context.provider = served.provider
         context.usage = answer.usage
-        await services.limits.charge(principal, served.alias, answer.usage)
+        await services.limits.settle(reservation, answer.usage, served.alias)
         payload = rewrite.response(answer.response)
         await turn.finished(payload)
         return json_response(payload, headers=served_headers(served))
@@ -174,7 +200,7 @@ async def _passed_through(
     context.provider = routed.served.provider
     events = relay(routed, rewrite, context, turn.finished)
     return sse.EventStreamResponse(
-        services.limits.charge_after(events, principal, routed.served.alias, context),
+        services.limits.settle_after(events, reservation, routed.served.alias, context),
         headers=served_headers(routed.served),
     )
 

@@ -79,7 +79,9 @@ def test_reports_by_key_team_model_and_day_from_rollups(database_url: str) -> No
     assert rows[("alice", "mock")]["cost_usd"] > 0
     assert rows[("alice", "cheap")]["cost_usd"] == 0
     assert rows[("bob", "absent")]["errors"] == 1
-    assert rows[("bob", "absent")]["unpriced_requests"] == 1
+    # Refused before any provider: it costs nothing, rather than counting as unpriced.
+    assert rows[("bob", "absent")]["unpriced_requests"] == 0
+    assert rows[("bob", "absent")]["cost_usd"] == 0
     assert rows[("alice", "mock")]["p95_latency_ms"] is not None
     # The raw rows are gone; the reports read the rollups and do not change.
     assert {r["team"]: r["requests"] for r in by_team} == {"search": 3, None: 2}

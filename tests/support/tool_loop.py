@@ -123,13 +123,13 @@ TRUSTED_LOCAL_TOOLS: dict[str, Any] = {"trusted_servers": ["local"]}
 def loop_stack_on(
     database_url: str, settings: dict[str, Any] | None = None, **tool_loop: Any
 ) -> Iterator[LoopStack]:
-    """``settings``: more top-level gateway settings; keywords: `tool_loop` settings."""
+    """``settings``: more top-level gateway settings (``models`` replaces the stand-ins');
+    keywords: `tool_loop` settings."""
     catalog = make_catalog()
     with running_gateway(
         database_url,
         tools=catalog,
-        **{"tool_pinning": TRUSTED_LOCAL_TOOLS, **(settings or {})},
-        models=MODELS,
+        **{"tool_pinning": TRUSTED_LOCAL_TOOLS, "models": MODELS, **(settings or {})},
         tool_loop={
             "max_tool_rounds": 3,
             "sweep_interval_seconds": 0.05,

@@ -29,7 +29,7 @@ PRICE = Price(input_per_1k=1.0, output_per_1k=2.0)
 def limiter(limits: KeyLimits, clock: Clock) -> KeyLimiter:
     config = KeyLimitsConfig(roles={"user": limits})
     prices = PriceBook({"gpt": from_config(PRICE), "unpriced": None})
-    return KeyLimiter(config, MemoryCounters(clock), prices, clock)
+    return KeyLimiter(config, MemoryCounters(clock), prices, clock=clock)
 
 
 async def test_requests_per_minute_then_the_next_window() -> None:
@@ -50,8 +50,8 @@ async def test_requests_per_minute_then_the_next_window() -> None:
 async def test_tokens_per_minute_are_charged_after_the_answer() -> None:
     clock = Clock()
     limits = limiter(KeyLimits(tokens_per_minute=100), clock)
-    await limits.admit(ALICE)
-    await limits.charge(ALICE, "gpt", Usage(prompt_tokens=60, completion_tokens=40))
+    held = await limits.reserve(ALICE, "gpt")
+    await limits.settle(held, Usage(prompt_tokens=60, completion_tokens=40))
 
     with pytest.raises(RateLimited):
         await limits.admit(ALICE)
@@ -60,9 +60,9 @@ async def test_tokens_per_minute_are_charged_after_the_answer() -> None:
 async def test_the_daily_budget_is_priced_per_model() -> None:
     clock = Clock()
     limits = limiter(KeyLimits(budget_per_day=0.5), clock)
-    await limits.charge(ALICE, "unpriced", Usage(10_000, 10_000))
-    await limits.admit(ALICE)
-    await limits.charge(ALICE, "gpt", Usage(prompt_tokens=100, completion_tokens=200))
+    await limits.settle(await limits.reserve(ALICE, "unpriced"), Usage(10_000, 10_000))
+    held = await limits.reserve(ALICE, "gpt", max_tokens=1)
+    await limits.settle(held, Usage(prompt_tokens=100, completion_tokens=200))
 
     with pytest.raises(BudgetExceeded) as caught:
         await limits.admit(ALICE)
@@ -70,6 +70,46 @@ async def test_the_daily_budget_is_priced_per_model() -> None:
     assert caught.value.retry_after is not None
     clock.now += 86_400
     await limits.admit(ALICE)
+
+
+async def test_reservations_in_flight_count_against_the_budget() -> None:
+    # Worst case: 100 output tokens at 0.002 + 50 prompt tokens at 0.001 = 0.25 USD.
+    clock = Clock()
+    limits = limiter(KeyLimits(budget_per_day=0.5), clock)
+    first = await limits.reserve(ALICE, "gpt", max_tokens=100, prompt_tokens=50)
+    second = await limits.reserve(ALICE, "gpt", max_tokens=100, prompt_tokens=50)
+
+    with pytest.raises(BudgetExceeded):
+        await limits.reserve(ALICE, "gpt", max_tokens=100, prompt_tokens=50)
+
+    await limits.settle(first, None)  # never answered: released
+    await limits.settle(second, Usage(prompt_tokens=50, completion_tokens=25))  # 0.1 USD
+    third = await limits.reserve(ALICE, "gpt", max_tokens=100, prompt_tokens=50)
+    assert third.held == pytest.approx(0.25)
+    await limits.settle(third, Usage(prompt_tokens=50, completion_tokens=25))
+    await limits.settle(third, Usage(prompt_tokens=50, completion_tokens=25))  # once only
+    await limits.admit(ALICE)  # 0.2 spent of 0.5
+    assert await limits.counters.get(f"spend:1:{int(clock.now // 86_400)}") == pytest.approx(0.2)
+
+
+async def test_a_request_without_max_tokens_reserves_the_configured_default() -> None:
+    config = KeyLimitsConfig(roles={"user": KeyLimits(budget_per_day=1)}, reserve_max_tokens=10)
+    prices = PriceBook({"gpt": from_config(PRICE)})
+    limits = KeyLimiter(config, MemoryCounters(Clock()), prices, clock=Clock())
+
+    held = await limits.reserve(ALICE, "gpt")
+
+    assert held.held == pytest.approx(10 * 0.002)
+
+
+async def test_a_key_without_limits_reserves_nothing() -> None:
+    limits = KeyLimiter(KeyLimitsConfig(), MemoryCounters(), PriceBook({}))
+
+    held = await limits.reserve(ALICE, "gpt", max_tokens=100)
+
+    assert held.principal is None
+    assert held.budgets == []
+    await limits.settle(held, Usage(1, 1))
 
 
 def test_cost_per_thousand_tokens() -> None:
