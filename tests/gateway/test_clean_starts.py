@@ -21,13 +21,13 @@ import httpx
 import pytest
 import yaml
 from fastapi import FastAPI
+from gateway.app import create_app
 from sqlalchemy import func, select, text
 
 import db.usage_models  # noqa: F401  (its tables are emptied too)
 from db.base import Base
 from db.engine import create_engine, session_factory
 from db.models import ApiKey
-from gateway.app import create_app
 from migrations.commands import upgrade
 from tests.support.databases import POSTGRES_URL, _admin, postgres_database, require_postgres
 from tests.support.gateway import settings_for
