@@ -21,7 +21,6 @@ import httpx
 import pytest
 import yaml
 from fastapi import FastAPI
-from gateway.app import create_app
 from sqlalchemy import func, select, text
 
 import db.usage_models  # noqa: F401  (its tables are emptied too)
@@ -29,6 +28,7 @@ from db.base import Base
 from db.engine import create_engine, session_factory
 from db.models import ApiKey
 from migrations.commands import upgrade
+from server.app import create_app
 from tests.support.databases import POSTGRES_URL, _admin, postgres_database, require_postgres
 from tests.support.gateway import settings_for
 from tests.support.processes import REPO, TIMEOUT
@@ -137,7 +137,7 @@ def test_two_migrations_at_once_both_succeed(backend: str, tmp_path: Path) -> No
     try:
         config = tmp_path / "gateway.yaml"
         config.write_text(yaml.safe_dump({"database_url": url}))
-        command = [sys.executable, "-m", "gateway.cli", "migrate", "--config", str(config)]
+        command = [sys.executable, "-m", "server.cli", "migrate", "--config", str(config)]
         runs = [subprocess.Popen(command, cwd=REPO, stdout=PIPE, stderr=STDOUT) for _ in "ab"]
         for run in runs:
             output, _ = run.communicate(timeout=TIMEOUT)
