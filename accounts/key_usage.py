@@ -17,6 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db.base import utcnow
+from db.cancellation import raise_if_cancelled
 from db.models import ApiKey
 
 log = structlog.get_logger("accounts.key_usage")
@@ -57,6 +58,7 @@ class LastUsed:
         except SQLAlchemyError as exc:
             # Worth a retry, not a crash: the next use is noted within a minute anyway.
             self._pending = {**pending, **self._pending}
+            raise_if_cancelled()
             log.warning("last_used_write_failed", keys=len(pending), error=str(exc))
 
     async def aclose(self) -> None:

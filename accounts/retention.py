@@ -23,11 +23,13 @@ from datetime import datetime, timedelta
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import ColumnElement, delete, or_, select, update
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import QueryableAttribute
 
 from db.base import utcnow
+from db.cancellation import raise_if_cancelled
+from db.idempotent import insert_or_ignore
 from db.models import (
     AuditEvent,
     Conversation,
@@ -174,17 +176,16 @@ class RetentionJob:
             )
             if getattr(result, "rowcount", 0):
                 return True
-        try:
-            async with self._sessions.begin() as session:
-                session.add(MaintenanceLease(name=LEASE, holder=self._holder, expires_at=until))
-        except IntegrityError:
-            return False  # another replica holds it
-        return True
+        # Insert-or-ignore: the first run of every replica and worker gets here at once.
+        async with self._sessions.begin() as session:
+            values = {"name": LEASE, "holder": self._holder, "expires_at": until}
+            return await insert_or_ignore(session, MaintenanceLease, values, ["name"])
 
     async def _run(self) -> None:
         while True:
             try:
                 await self.run_once()
             except SQLAlchemyError as exc:
+                raise_if_cancelled()
                 log.error("retention_failed", error=str(exc))
             await asyncio.sleep(self._settings.interval_seconds)

@@ -14,6 +14,7 @@ import structlog
 from chat_service.events import ToolCallAwaitingApproval, TurnEvent
 from chat_service.sweeper import Sweeper
 from chat_service.turn import TurnRunner
+from db.cancellation import raise_if_cancelled
 
 log = structlog.get_logger("chat_service.background")
 _END = object()
@@ -93,6 +94,7 @@ class BackgroundTurns:
                 for conversation_id in await sweeper.sweep():
                     self.resume(conversation_id)
             except Exception:  # keep sweeping: one bad pass must not stop expiry for good
+                raise_if_cancelled()
                 log.exception("sweep_failed")
             await asyncio.sleep(every_seconds)
 
@@ -159,4 +161,5 @@ class ExpirySchedule:
                 for conversation_id in await self._sweeper.expire_approvals():
                     self._resume(conversation_id)
             except Exception:  # the sweeper retries on its next pass
+                raise_if_cancelled()
                 log.exception("expiry_failed")

@@ -8,6 +8,8 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from db.cancellation import raise_if_cancelled
+
 log = structlog.get_logger("db.refresher")
 
 
@@ -40,4 +42,5 @@ class Refresher:
             try:
                 await self._refresh()
             except Exception:  # a database hiccup must not end the refresher
+                raise_if_cancelled()
                 log.exception("catalog_refresh_failed", catalog=self._name)

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from accounts.limits.budgets import BudgetAlert
 from chat_service.tool_call_view import ToolCallView
 from db.base import utcnow
+from db.cancellation import raise_if_cancelled
 from governance import PinView
 from notifications.config import NotificationSettings, WebhookConfig
 from notifications.outbox import Delivery, Outbox, new_delivery_id
@@ -157,6 +158,7 @@ class Notifier:
             try:
                 await self.deliver_due()
             except (SQLAlchemyError, OSError) as exc:
+                raise_if_cancelled()
                 log.error("webhook_outbox_unavailable", error=type(exc).__name__)
 
     async def deliver_due(self) -> None:

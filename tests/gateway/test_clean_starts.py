@@ -78,7 +78,9 @@ async def serve_together(apps: list[FastAPI]) -> None:
             assert await waiting == 200 + 200
     finally:
         stop.set()
-        await asyncio.gather(*gateways, return_exceptions=True)
+        # Bounded: a gateway whose shutdown never ends fails here instead of hanging the suite.
+        _, stuck = await asyncio.wait(gateways, timeout=TIMEOUT)
+        assert not stuck, f"{len(stuck)} gateway(s) never finished shutting down"
 
 
 async def count_keys(database_url: str) -> None:
