@@ -2,7 +2,6 @@
 
 A message is stored whole, as the adapter's JSON (the ``message`` column), so a round trip keeps
 every field: thinking blocks with their signatures, redacted thinking, images, raw arguments.
-Rows written before that column existed still load from the older, narrower columns.
 """
 
 from __future__ import annotations
@@ -10,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any
 
 from pydantic import (
     BeforeValidator,
@@ -22,14 +21,7 @@ from pydantic import (
 )
 
 from db.models import ConversationMessage
-from llm_service.types import (
-    AssistantMessage,
-    Message,
-    SystemMessage,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
+from llm_service.types import Message
 
 # A time in JSON as the API has always written it (``+00:00``, not pydantic's ``Z``).
 Timestamp = Annotated[datetime, PlainSerializer(datetime.isoformat, when_used="json")]
@@ -93,40 +85,5 @@ def message_row(conversation_id: str, message: Message) -> ConversationMessage:
     )
 
 
-class _LegacyColumns(Protocol):
-    @property
-    def role(self) -> str: ...
-    @property
-    def content(self) -> str | None: ...
-    @property
-    def tool_calls(self) -> list[dict[str, Any]] | None: ...
-    @property
-    def tool_call_id(self) -> str | None: ...
-    @property
-    def name(self) -> str | None: ...
-    @property
-    def is_error(self) -> bool: ...
-
-
 def stored_message(row: ConversationMessage) -> StoredMessage:
-    message = legacy_message(row) if row.message is None else MESSAGES.validate_python(row.message)
-    return StoredMessage(row.id, message, row.created_at)
-
-
-def legacy_message(row: _LegacyColumns) -> Message:
-    """A row from before the ``message`` column: only what the older columns held."""
-    if row.role == "system":
-        return SystemMessage(row.content or "")
-    if row.role == "user":
-        return UserMessage(row.content or "")
-    if row.role == "assistant":
-        calls = tuple(
-            ToolCall(c["id"], c["name"], dict(c["arguments"])) for c in row.tool_calls or ()
-        )
-        return AssistantMessage(content=row.content, tool_calls=calls)
-    return ToolResultMessage(
-        tool_call_id=row.tool_call_id or "",
-        content=row.content or "",
-        name=row.name,
-        is_error=row.is_error,
-    )
+    return StoredMessage(row.id, MESSAGES.validate_python(row.message), row.created_at)

@@ -5,33 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from chat_service import store_sql as sql
-from chat_service.messages import MESSAGES, StoredMessage, legacy_message, message_bytes
+from chat_service.messages import MESSAGES, StoredMessage, message_bytes
 from db.transactions import Operation, Rows, json_of
 from llm_service.types import Message
 
-# The columns of a ``sql.HISTORY`` row: the count, then the message.
-HISTORY_COLUMNS = 9
-
-
-class _LegacyRow(NamedTuple):
-    role: str
-    content: str | None
-    tool_calls: list[dict[str, Any]] | None
-    tool_call_id: str | None
-    name: str | None
-    is_error: bool
-
 
 def _message_of(row: Sequence[Any]) -> Message:
-    """A row of ``sql.HISTORY`` (after its count)."""
-    _, _, role, data, content, calls, call_id, name, is_error = row[:HISTORY_COLUMNS]
-    if data is None:
-        legacy = _LegacyRow(role, content, json_of(calls), call_id, name, bool(is_error))
-        return legacy_message(legacy)
-    return MESSAGES.validate_python(json_of(data))
+    """A row of ``sql.HISTORY``: the count, the message's id, the message."""
+    return MESSAGES.validate_python(json_of(row[2]))
 
 
 @dataclass(slots=True)

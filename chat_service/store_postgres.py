@@ -23,8 +23,8 @@ from db.transactions import Rows, Transactions
 from llm_service.types import AssistantMessage, Message
 
 # Where a ``BEGIN_TURN`` row holds the new message's id, and the conversation (``moved.*``).
-_ADDED_ID = 9
-CONVERSATION_COLUMNS = slice(10, None)
+_ADDED_ID = 3
+CONVERSATION_COLUMNS = slice(4, None)
 
 # The compare-and-set to running, the caller's message, its event, and the rows after the
 # cursor with the count of those up to it (as ``store_sql.HISTORY``), each row followed by the
@@ -49,8 +49,7 @@ completed AS (
     INSERT INTO conversation_events (conversation_id, type, data, created_at)
     SELECT $1, $8, ($9::text || added.id || $10::text)::json, $4 FROM added
 )
-SELECT held.n, m.id, m.role, m.message, m.content, m.tool_calls, m.tool_call_id, m.name,
-    m.is_error, added.id, moved.*
+SELECT held.n, m.id, m.message, added.id, moved.*
 FROM (SELECT count(*) AS n FROM conversation_messages WHERE conversation_id = $1 AND id <= $11)
     AS held
 CROSS JOIN moved CROSS JOIN added

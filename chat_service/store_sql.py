@@ -48,8 +48,7 @@ EVENT = (
 # The rows after the cursor, and how many rows are at or before it: one statement, one
 # snapshot, and always one row (the count) even when nothing is new.
 HISTORY = (
-    "SELECT held.n, m.id, m.role, m.message, m.content, m.tool_calls, m.tool_call_id, m.name, "
-    "m.is_error FROM (SELECT count(*) AS n FROM conversation_messages "
+    "SELECT held.n, m.id, m.message FROM (SELECT count(*) AS n FROM conversation_messages "
     "WHERE conversation_id = ? AND id <= ?) AS held "
     "LEFT JOIN conversation_messages AS m ON m.conversation_id = ? AND m.id > ? ORDER BY m.id"
 )

@@ -108,9 +108,11 @@ class ConversationMessage(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
     role: Mapped[str] = mapped_column(String(16))
-    # The whole canonical message (chat_service.messages); null in rows written before 0008,
-    # which hold only the narrower columns below.
-    message: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # The whole canonical message (chat_service.messages): what every reader reads. Rows from
+    # before 0008 got theirs from the narrower columns below in 0116; those are no longer read,
+    # are kept while replicas of the release before 0116 still select them, and can be dropped
+    # by a later migration (is_error once the inserts stop writing it).
+    message: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
     content: Mapped[str | None] = mapped_column(Text, nullable=True)
     tool_calls: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
     tool_call_id: Mapped[str | None] = mapped_column(String(200), nullable=True)

@@ -80,8 +80,8 @@ async def _conversations_and_webhooks(database_url: str) -> tuple[object, ...]:
         )
     ]  # fmt: skip
     messages = [
-        {"conversation_id": f"c{n}", "role": "user", "content": "x", "is_error": False,
-         "created_at": old}
+        {"conversation_id": f"c{n}", "role": "user", "message": {"role": "user", "content": "x"},
+         "is_error": False, "created_at": old}
         for n in range(4)
     ]  # fmt: skip
     deliveries = [
