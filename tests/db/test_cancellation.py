@@ -27,7 +27,10 @@ async def _until_waiting_for_a_lock(url: str) -> None:
     deadline = time.monotonic() + 20
     query = text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
     try:
+        # Autocommit: in one transaction PostgreSQL would answer from its first snapshot of the
+        # statistics, taken perhaps before the insert began to wait.
         async with engine.connect() as connection:
+            await connection.execution_options(isolation_level="AUTOCOMMIT")
             while not await connection.scalar(query):  # each check is a query: nothing spins idle
                 assert time.monotonic() < deadline, "the loop's insert never waited for the row"
     finally:
