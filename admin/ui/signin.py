@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hmac
 import math
 from typing import Annotated
 
@@ -24,6 +23,7 @@ from admin.ui.security import (
     new_token,
     set_cookie,
 )
+from admin.ui.sessions import same_token
 from gateway.auth import ServicesDep
 from gateway.services import Services
 
@@ -67,7 +67,7 @@ async def login(
     csrf_token: Annotated[str, Form(max_length=100)] = "",
 ) -> Response:
     expected = request.cookies.get(cookie_name(request, LOGIN_COOKIE), "")
-    if not expected or not hmac.compare_digest(expected, csrf_token):
+    if not expected or not same_token(csrf_token, expected):
         raise CsrfRejected
     client = request.client.host if request.client else "unknown"
     if not services.settings.admin_ui.api_key_sign_in:
