@@ -39,8 +39,10 @@ class Stack:
 
 
 @contextmanager
-def stack_with(directory: Path, token_endpoint: str = "") -> Iterator[Stack]:
-    with scripted_oidc(token_endpoint) as provider, fresh_database("sqlite", directory) as url:
+def stack_with(
+    directory: Path, token_endpoint: str = "", backend: str = "sqlite"
+) -> Iterator[Stack]:
+    with scripted_oidc(token_endpoint) as provider, fresh_database(backend, directory) as url:
         oidc = {
             "issuer": provider.issuer,
             "client_id": CLIENT_ID,
