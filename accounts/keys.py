@@ -100,7 +100,7 @@ class KeyStore:
         Every worker and replica runs this at start, often at the same moment: insert-or-ignore,
         then read, so whichever loses the race finds the winner's row instead of failing."""
         digest, wanted = hash_key(key), sorted(set(roles))
-        values = {"name": name, "owner": name, "key_hash": digest, "prefix": _prefix(key)}
+        values = {"name": name, "owner": name, "key_hash": digest, "prefix": key_prefix(key)}
         async with self._sessions.begin() as session:
             created = await insert_or_ignore(
                 session, ApiKey, values | {"roles": wanted}, ["key_hash"]
@@ -273,7 +273,7 @@ class KeyStore:
             name=name,
             owner=owner,
             key_hash=hash_key(key),
-            prefix=_prefix(key),
+            prefix=key_prefix(key),
             roles=sorted(set(roles)),
         )
         for setting, value in (settings or {}).items():
@@ -287,7 +287,7 @@ class KeyStore:
         return _info(row)
 
 
-def _prefix(key: str) -> str:
+def key_prefix(key: str) -> str:
     """What lists show of a key: enough to tell keys apart, too little to use."""
     return key[: len(KEY_PREFIX) + 6]
 

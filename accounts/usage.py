@@ -11,10 +11,12 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 
 import structlog
+from sqlalchemy import String
 
 from accounts.pricing import PriceBook
 from accounts.usage_rollup import rollup_statements, rollups
 from db.transactions import DATABASE_ERRORS, Operation, Transactions, insert_sql
+from db.usage_models import UsageRecord
 from llm_service.types import Usage
 
 log = structlog.get_logger("accounts.usage")
@@ -47,6 +49,14 @@ class UsageEntry:
 # which runs on the event loop and so shows in the latency of the requests it interrupts.
 _COLUMNS = tuple(field.name for field in fields(UsageEntry) if field.name != "at")
 _ROW_COLUMNS = (*_COLUMNS, "cost_usd", "created_at")
+# Each text column's length. A value past it (a caller's model name, ``tool:`` and an MCP tool's
+# name) is cut to fit: PostgreSQL would refuse the whole batch, and keep refusing it at every
+# flush, so one such entry would stop all accounting.
+_LENGTHS = tuple(
+    (column.name, column.type.length)
+    for column in UsageRecord.__table__.columns
+    if isinstance(column.type, String) and column.type.length and column.name in _COLUMNS
+)
 
 
 def _row(entry: UsageEntry, prices: PriceBook) -> dict[str, object]:
@@ -61,6 +71,10 @@ def _row(entry: UsageEntry, prices: PriceBook) -> dict[str, object]:
     )
     row["cost_usd"] = 0.0 if _refused(entry) else prices.cost(entry.model, usage)
     row["created_at"] = datetime.fromtimestamp(entry.at, UTC)
+    for name, length in _LENGTHS:
+        value = row[name]
+        if isinstance(value, str) and len(value) > length:
+            row[name] = value[:length]
     return row
 
 

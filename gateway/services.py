@@ -235,7 +235,7 @@ class Services:
             sign_in=SignInThrottle(
                 limits.counters,
                 settings.admin_ui.sign_in_attempts_per_client,
-                settings.admin_ui.sign_in_attempts_total,
+                settings.admin_ui.sign_in_attempts_per_key,
                 MemoryCounters(),
             ),
             retention=retention,

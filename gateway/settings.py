@@ -28,6 +28,7 @@ from accounts.retention import RetentionJobSettings
 from accounts.sso.config import OidcSettings
 from chat_service.config import ToolLoopSettings
 from db.engine import DEFAULT_DATABASE_URL, PoolSettings
+from gateway.forwarded import proxy_networks
 from gateway.mcp_server.config import McpServerSettings
 from gateway.settings_env import (
     ENV_PREFIX,
@@ -61,8 +62,11 @@ class AdminUISettings(BaseModel):
     sign_in_attempts_per_client: int = Field(
         10, ge=1, description="sign-in attempts one client address may make per minute"
     )
-    sign_in_attempts_total: int = Field(
-        100, ge=1, description="sign-in attempts all clients together may make per minute"
+    sign_in_attempts_per_key: int = Field(
+        10,
+        ge=1,
+        description="sign-in attempts with keys of one prefix (a key's first 9 characters) "
+        "from all clients together per minute",
     )
     oidc: OidcSettings | None = Field(
         None, description="sign in with the company's OpenID Connect provider (SSO)"
@@ -72,6 +76,16 @@ class AdminUISettings(BaseModel):
         description="admins may also sign in with an admin API key (the break-glass path); "
         "false needs `oidc`",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_total(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "sign_in_attempts_total" in data:
+            raise ValueError(
+                "sign_in_attempts_total is gone: a limit for all clients together let anybody "
+                "lock every admin out; remove it (sign_in_attempts_per_key limits one key's)"
+            )
+        return data
 
     @model_validator(mode="after")
     def _someone_can_sign_in(self) -> AdminUISettings:
@@ -95,6 +109,12 @@ class Settings(BaseSettings):
         5.0, ge=0, description="how long a key lookup is cached; revocation takes this long"
     )
     max_request_bytes: int = Field(4 * 1024 * 1024, gt=0)
+    forwarded_allow_ips: list[str] = Field(
+        default_factory=list,
+        description="the proxies (IP addresses or CIDR networks) whose X-Forwarded-For and "
+        "X-Forwarded-Proto are believed: the client is the rightmost address they did not add; "
+        "empty: nobody's, the client is the connection's peer",
+    )
     usage_flush_seconds: float = Field(1.0, gt=0)
     shutdown_drain_seconds: float = Field(
         25.0, gt=0, description="after SIGTERM, how long in-flight requests and streams may finish"
@@ -193,6 +213,11 @@ class Settings(BaseSettings):
         if backend not in ("postgresql", "sqlite"):
             raise ValueError(f"unsupported database `{backend}`: use PostgreSQL or SQLite")
         return url
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _proxy_networks(cls, entries: list[str]) -> list[str]:
+        return proxy_networks(entries)
 
     @field_validator("mcp_token_key")
     @classmethod

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from starlette.routing import Route
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from accounts.sso.client import OidcClient, oidc_client
 from admin.api import admin_router
@@ -117,4 +118,7 @@ def create_app(
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(DrainMiddleware, drain=drain)
     app.add_middleware(RequestContextMiddleware, metrics=metrics, tracer=tracing.tracer)
+    if settings.forwarded_allow_ips:
+        # Outermost: every middleware and route sees the one client address (gateway/forwarded.py).
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)
     return app

@@ -72,6 +72,9 @@ def _config(app: FastAPI | None, host: str, port: int) -> uvicorn.Config:
         loop="uvloop",
         http="httptools",
         access_log=False,  # the gateway logs one structured line per request itself
+        # The app applies `forwarded_allow_ips` itself (gateway/forwarded.py); uvicorn's default
+        # would believe X-Forwarded-For from 127.0.0.1 or FORWARDED_ALLOW_IPS before it.
+        proxy_headers=False,
         log_config=None,
         # A backstop only: the drain has already ended every request by the time uvicorn stops.
         timeout_graceful_shutdown=10,

@@ -9,12 +9,15 @@ and keys are fetched again once when a token names a key not seen yet (rotation)
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import httpx2
+from authlib.integrations.base_client import OAuthError
 from authlib.integrations.httpx_client import AsyncOAuth2Client
 from authlib.oauth2 import OAuth2Error
 from joserfc import jwt
@@ -27,10 +30,28 @@ _TIMEOUT = httpx.Timeout(10.0)
 # Asymmetric only: an HS256 token would be checked with the client secret, which the client
 # itself holds, so it proves nothing about the provider.
 _ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA")
+# What the person's row can hold: its name is "sso:" and the person (api_keys.name is
+# String(200)), its sso_subject the issuer, "#" and `sub` (String(500)).
+MAX_PERSON = 196
+MAX_SUBJECT = 500
+_METADATA_URLS = ("authorization_endpoint", "token_endpoint", "jwks_uri")
+# An OAuth error code (RFC 6749 section 5.2): shown only when it looks like one.
+_ERROR_CODE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 
 
 class SignInFailed(Exception):
     """The provider or its token refused this sign-in; the message is safe to show."""
+
+
+class ProviderUnavailable(SignInFailed):
+    """The provider could not be reached, or answered something other than what OpenID Connect
+    says it answers (a proxy's error page, a 5xx, a body that is not JSON)."""
+
+
+def error_code(value: object) -> str:
+    """A provider's error code as it may be shown and audited, or ``unknown``."""
+    text = str(value)
+    return text if _ERROR_CODE.fullmatch(text) else "unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,13 +119,27 @@ class OidcClient:
                 token = await oauth.fetch_token(
                     metadata["token_endpoint"], code=code, code_verifier=pending.verifier
                 )
-        except (OAuth2Error, httpx.HTTPError) as exc:
-            raise SignInFailed(f"the provider refused the code ({type(exc).__name__})") from exc
+        except (OAuthError, OAuth2Error) as exc:
+            # The provider's own error answer (invalid_grant for a used or made-up code...).
+            reason = error_code(exc.error)
+            raise SignInFailed(f"the provider refused the code (`{reason}`)") from exc
+        except (httpx2.HTTPError, httpx.HTTPError, ValueError) as exc:
+            # Unreachable, a 5xx, or a body that is no JSON object (authlib's ValueError).
+            kind = type(exc).__name__
+            raise ProviderUnavailable(f"the provider's token endpoint failed ({kind})") from exc
         id_token = token.get("id_token")
         if not isinstance(id_token, str):
             raise SignInFailed("the provider sent no ID token")
         claims = await self._verified_claims(id_token, pending.nonce)
-        person = claims.get(self._settings.person_claim) or claims["sub"]
+        return self._identity(claims)
+
+    def _identity(self, claims: dict[str, Any]) -> Identity:
+        person = str(claims.get(self._settings.person_claim) or claims["sub"])
+        subject = f"{self._settings.issuer}#{claims['sub']}"
+        if len(person) > MAX_PERSON or len(subject) > MAX_SUBJECT:
+            raise SignInFailed("the ID token names the person with too many characters")
+        if "\x00" in person or "\x00" in subject:
+            raise SignInFailed("the ID token names the person with a NUL character")
         if self._unverified_email(claims):
             # An unverified address may be anyone's: it must not name a person in the audit
             # log, nor match another person's SSO row.
@@ -113,8 +148,8 @@ class OidcClient:
         if isinstance(groups, str):
             groups = [groups]
         return Identity(
-            subject=f"{self._settings.issuer}#{claims['sub']}",
-            person=str(person),
+            subject=subject,
+            person=person,
             groups=frozenset(str(group) for group in _as_list(groups)),
         )
 
@@ -143,13 +178,15 @@ class OidcClient:
     async def _verified_claims(self, id_token: str, nonce: str) -> dict[str, Any]:
         try:
             decoded = jwt.decode(id_token, await self._key_set(), algorithms=_ALGORITHMS)
-        except JoseError:
+        except (JoseError, ValueError, TypeError):
             # Perhaps a key rotated in since the keys were fetched: fetch once more.
             self._keys = None
             try:
                 decoded = jwt.decode(id_token, await self._key_set(), algorithms=_ALGORITHMS)
             except JoseError as exc:
                 raise SignInFailed(f"the ID token's signature is not valid ({exc.error})") from exc
+            except (ValueError, TypeError) as exc:
+                raise SignInFailed("the ID token is not a signed JSON Web Token") from exc
         registry = jwt.JWTClaimsRegistry(
             leeway=60,
             iss={"essential": True, "value": self._settings.issuer},
@@ -162,14 +199,18 @@ class OidcClient:
             registry.validate(decoded.claims)
         except JoseError as exc:
             raise SignInFailed(f"the ID token was refused ({exc.error})") from exc
+        except (ValueError, TypeError) as exc:  # a claim of the wrong type (a list for `exp`)
+            raise SignInFailed("the ID token was refused (malformed claims)") from exc
         return dict(decoded.claims)
 
     async def _discovery(self) -> dict[str, Any]:
         if self._metadata is None:
             url = f"{self._settings.issuer}/.well-known/openid-configuration"
             metadata = await _get_json(url)
-            if metadata.get("issuer", "").rstrip("/") != self._settings.issuer:
-                raise SignInFailed("the provider's metadata names another issuer")
+            if str(metadata.get("issuer", "")).rstrip("/") != self._settings.issuer:
+                raise ProviderUnavailable("the provider's metadata names another issuer")
+            if not all(isinstance(metadata.get(name), str) for name in _METADATA_URLS):
+                raise ProviderUnavailable("the provider's metadata lacks an endpoint")
             self._metadata = metadata
         return self._metadata
 
@@ -177,7 +218,10 @@ class OidcClient:
         if self._keys is None:
             metadata = await self._discovery()
             published: Any = await _get_json(metadata["jwks_uri"])
-            self._keys = KeySet.import_key_set(published)
+            try:
+                self._keys = KeySet.import_key_set(published)
+            except (JoseError, LookupError, ValueError, TypeError) as exc:
+                raise ProviderUnavailable("the provider publishes no usable keys") from exc
         return self._keys
 
 
@@ -208,7 +252,8 @@ async def _get_json(url: str) -> dict[str, Any]:
             response.raise_for_status()
             body = response.json()
     except (httpx.HTTPError, ValueError) as exc:
-        raise SignInFailed(f"the identity provider is unreachable ({type(exc).__name__})") from exc
+        kind = type(exc).__name__
+        raise ProviderUnavailable(f"the identity provider is unreachable ({kind})") from exc
     if not isinstance(body, dict):
-        raise SignInFailed("the identity provider answered with something other than JSON")
+        raise ProviderUnavailable("the identity provider answered with something other than JSON")
     return body

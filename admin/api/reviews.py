@@ -7,6 +7,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query
 from starlette.responses import Response
 
+from admin import RowId
 from gateway.auth import AdminPrincipal, ServicesDep
 from gateway.responses import json_response
 from gateway.services import Services
@@ -40,12 +41,12 @@ async def list_reviews(
 
 
 @router.post("/{pin_id}/approve")
-async def approve(pin_id: int, principal: AdminPrincipal, services: ServicesDep) -> Response:
+async def approve(pin_id: RowId, principal: AdminPrincipal, services: ServicesDep) -> Response:
     pin = await decide_review(services, pin_id, True, principal.key_id)
     return json_response(pin.to_json())
 
 
 @router.post("/{pin_id}/reject")
-async def reject(pin_id: int, principal: AdminPrincipal, services: ServicesDep) -> Response:
+async def reject(pin_id: RowId, principal: AdminPrincipal, services: ServicesDep) -> Response:
     pin = await decide_review(services, pin_id, False, principal.key_id)
     return json_response(pin.to_json())

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Form, Request
 from starlette.responses import RedirectResponse, Response
 
+from admin import RowId
 from admin.api.reviews import decide_review
 from admin.ui.rendering import render, side_by_side
 from admin.ui.security import SecuredRoute, SignedIn, check_csrf
@@ -48,7 +49,7 @@ async def reviews_page(request: Request, services: ServicesDep, session: SignedI
 @router.post("/reviews/{pin_id}/{verdict}")
 async def decide(
     request: Request,
-    pin_id: int,
+    pin_id: RowId,
     *,
     verdict: Literal["approve", "reject"],
     services: ServicesDep,

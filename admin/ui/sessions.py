@@ -26,7 +26,15 @@ class SessionInfo:
     expires_at: datetime
 
     def csrf_matches(self, presented: str | None) -> bool:
-        return presented is not None and hmac.compare_digest(presented, self.csrf_token)
+        return presented is not None and same_token(presented, self.csrf_token)
+
+
+def same_token(presented: str, expected: str) -> bool:
+    """Compared in constant time, as bytes: ``hmac.compare_digest`` raises on a str holding
+    anything but ASCII, and what a browser sends may hold anything."""
+    return hmac.compare_digest(
+        presented.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass")
+    )
 
 
 def _digest(token: str) -> str:

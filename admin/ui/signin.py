@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import hmac
 import math
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
 from starlette.responses import RedirectResponse, Response
 
+from accounts.keys import key_prefix
 from admin.ui.rendering import render
 from admin.ui.security import (
     LOGIN_COOKIE,
@@ -24,6 +24,7 @@ from admin.ui.security import (
     new_token,
     set_cookie,
 )
+from admin.ui.sessions import same_token
 from gateway.auth import ServicesDep
 from gateway.services import Services
 
@@ -67,20 +68,21 @@ async def login(
     csrf_token: Annotated[str, Form(max_length=100)] = "",
 ) -> Response:
     expected = request.cookies.get(cookie_name(request, LOGIN_COOKIE), "")
-    if not expected or not hmac.compare_digest(expected, csrf_token):
+    if not expected or not same_token(csrf_token, expected):
         raise CsrfRejected
     client = request.client.host if request.client else "unknown"
     if not services.settings.admin_ui.api_key_sign_in:
         await sessions.refused(None, client, "api_key_sign_in_off")
         return login_page(request, services, "Sign-in with an API key is turned off.", 403)
-    wait = await services.sign_in.admit(client)
+    api_key = api_key.strip()
+    wait = await services.sign_in.admit(client, key_prefix(api_key))
     if wait is not None:
         await sessions.refused(None, client, "throttled")
         message = "Too many sign-in attempts; try again in a minute."
         response = login_page(request, services, message, 429)
         response.headers["retry-after"] = str(max(1, math.ceil(wait)))
         return response
-    principal = await services.keys.authenticate(api_key.strip())
+    principal = await services.keys.authenticate(api_key)
     if principal is None:
         await sessions.refused(None, client, "invalid_key")
         return login_page(request, services, "That key is not valid or has been revoked.", 401)

@@ -9,13 +9,16 @@ person (``KeyStore.sso_person``): the audit log and self-approval then name the 
 
 from __future__ import annotations
 
-import hmac
-from typing import Annotated
-
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from accounts.sso.client import OidcClient, PendingSignIn, SignInFailed
+from accounts.sso.client import (
+    OidcClient,
+    PendingSignIn,
+    ProviderUnavailable,
+    SignInFailed,
+    error_code,
+)
 from admin.ui.security import (
     SESSION_COOKIE,
     SecuredRoute,
@@ -25,6 +28,7 @@ from admin.ui.security import (
     is_tls,
     set_cookie,
 )
+from admin.ui.sessions import same_token
 from admin.ui.signin import login_page
 from gateway.auth import ServicesDep
 from gateway.services import Services
@@ -39,6 +43,9 @@ _ONWARD = (
     '<!doctype html><meta http-equiv="refresh" content="0;url=/admin">'
     '<title>Signed in</title><p><a href="/admin">Continue to the admin UI</a></p>'
 )
+# What the callback reads of its query, and how long each may be. Each may come once: OAuth
+# forbids repeating a parameter (RFC 6749 section 3.1), and two codes leave which was meant open.
+_CALLBACK_PARAMETERS = {"code": 4096, "state": 200, "error": 200, "error_description": 500}
 
 
 def _callback_url(request: Request, client: OidcClient) -> str:
@@ -75,21 +82,17 @@ class _Refused(Exception):
 
 
 @router.get("/callback", name="sso_callback")
-async def sso_callback(
-    request: Request,
-    services: ServicesDep,
-    sessions: SessionsDep,
-    *,
-    code: Annotated[str, Query(max_length=4096)] = "",
-    state: Annotated[str, Query(max_length=200)] = "",
-    error: Annotated[str, Query(max_length=200)] = "",
-) -> Response:
+async def sso_callback(request: Request, services: ServicesDep, sessions: SessionsDep) -> Response:
+    """Every way this can fail, the provider's or the browser's, ends on the sign-in page with
+    the reason (audited), never an error page: the pending sign-in is used up either way."""
     address = request.client.host if request.client else "unknown"
     try:
-        person_id = await _signed_in_person(request, services, code, state, error)
+        person_id = await _signed_in_person(request, services, _callback_parameters(request))
     except _Refused as refused:
         await sessions.refused(None, address, refused.reason)
-        return login_page(request, services, refused.message, refused.status)
+        page = login_page(request, services, refused.message, refused.status)
+        clear_cookie(request, page, PENDING_COOKIE)
+        return page
     token = await sessions.open(person_id, address)
     response = HTMLResponse(_ONWARD)
     lifetime = int(services.settings.admin_ui.session_seconds)
@@ -98,8 +101,34 @@ async def sso_callback(
     return response
 
 
+def _callback_parameters(request: Request) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for name, limit in _CALLBACK_PARAMETERS.items():
+        values = request.query_params.getlist(name)
+        if len(values) > 1:
+            message = f"The sign-in answer repeats `{name}`; start again."
+            raise _Refused("sso_repeated_parameter", message, 400)
+        value = values[0] if values else ""
+        if len(value) > limit:
+            message = f"The sign-in answer's `{name}` is longer than {limit} characters."
+            raise _Refused("sso_parameter_too_long", message, 400)
+        found[name] = value
+    return found
+
+
+def _provider_error(parameters: dict[str, str]) -> _Refused:
+    code = error_code(parameters["error"] or "no_code")
+    message = f"The identity provider did not sign you in (`{code}`)"
+    described = parameters["error_description"].replace("\x00", "")
+    if described:
+        # Shown (escaped) only once the state matched: it came back from this browser's own
+        # sign-in, not from a link someone else made.
+        message += f": {described[:200]}"
+    return _Refused(f"sso_provider_error:{code}", message + ".", 401)
+
+
 async def _signed_in_person(
-    request: Request, services: Services, code: str, state: str, error: str
+    request: Request, services: Services, parameters: dict[str, str]
 ) -> int:
     """The id of the row standing for the person the provider signed in, once every check
     passed; ``_Refused`` (audited by the caller) otherwise."""
@@ -108,13 +137,15 @@ async def _signed_in_person(
         raise _Refused("sso_not_configured", "Single sign-on is not configured.", 404)
     carried = request.cookies.get(cookie_name(request, PENDING_COOKIE), "")
     pending = PendingSignIn.from_cookie(carried)
-    if pending is None or not hmac.compare_digest(pending.state, state):
+    if pending is None or not same_token(parameters["state"], pending.state):
         raise _Refused("sso_state_mismatch", "That sign-in link is stale; start again.", 400)
-    if error or not code:
-        reason = f"sso_provider_error:{error or 'no_code'}"
-        raise _Refused(reason, "The identity provider did not sign you in.", 401)
+    code = parameters["code"]
+    if parameters["error"] or not code:
+        raise _provider_error(parameters)
     try:
         identity = await client.finish(code, _callback_url(request, client), pending)
+    except ProviderUnavailable as exc:
+        raise _Refused("sso_provider_unavailable", f"Single sign-on failed: {exc}.", 502) from exc
     except SignInFailed as exc:
         raise _Refused("sso_token_refused", f"Single sign-on failed: {exc}.", 401) from exc
     roles = client.roles_for(identity)

@@ -52,6 +52,7 @@ class McpEndpoint:
             on_list_tools=handlers.list_tools,
             on_call_tool=handlers.call_tool,
         )
+        server.middleware.append(handlers.hide_failures)
         server.middleware.append(handlers.cancellations)
         McpTasks(handlers, services.settings.mcp_server).install(server)
         manager = StreamableHTTPSessionManager(

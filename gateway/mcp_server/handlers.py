@@ -9,8 +9,11 @@ from time import perf_counter
 from typing import Any
 
 import mcp_types as types
+import structlog
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.shared.exceptions import MCPError
 from opentelemetry.trace import Tracer
+from pydantic import ValidationError
 
 from accounts.errors import RateLimited
 from accounts.principals import Principal
@@ -27,6 +30,11 @@ from gateway.settings import Settings
 # Where a call's result names the gateway's record of it (the id approvals and audit use).
 RESULT_META_KEY = "llm-gateway/tool_call"
 CALLER = "mcp_caller"
+# The longest tool name a call can be stored under (``tool_calls.tool_name`` is String(200)):
+# no tool in the catalog has a longer one, and PostgreSQL refuses it with its own message.
+MAX_TOOL_NAME = 200
+FAILED = "The gateway could not handle this request; the failure is in its log."
+log = structlog.get_logger("gateway.mcp_server")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +94,20 @@ class McpHandlers:
                 relayed.add_done_callback(self._relaying.discard)
         return await call_next(ctx)
 
+    async def hide_failures(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """A middleware: a failure of the gateway's own (a database's refusal, a bug) is logged
+        and answered as a plain JSON-RPC internal error. The SDK would send its text to the
+        client (as error code 0 for clients of the 2025 protocol versions)."""
+        try:
+            return await call_next(ctx)
+        except (MCPError, ValidationError):
+            raise  # the caller's own mistake, in words meant for the caller
+        except Exception:
+            log.exception("mcp_request_failed", method=ctx.method)
+            raise MCPError(code=types.INTERNAL_ERROR, message=FAILED) from None
+
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -124,6 +146,9 @@ class McpHandlers:
         """Admits the call under the key's limits and proposes it, or resumes the same call the
         key made before and still awaits (see ``GovernedCalls.held``): the call as it stands,
         or the result refusing it."""
+        if len(params.name) > MAX_TOOL_NAME:
+            message = f"Unknown tool: no tool name is longer than {MAX_TOOL_NAME} characters."
+            raise MCPError(code=types.INVALID_PARAMS, message=message)
         try:
             await self._services.limits.admit(caller.principal)
         except RateLimited as exc:

@@ -1,5 +1,5 @@
 """The usage recorder: stopping it while a flush waits on the database loses no entry and writes
-none twice."""
+none twice; a value too long for its column cannot stop accounting."""
 
 from __future__ import annotations
 
@@ -48,3 +48,23 @@ async def test_stopping_during_a_flush_keeps_every_entry_once(sqlite_url: str) -
         await engine.dispose()
 
     assert sorted(ids) == ["r1", "r2", "r3"]
+
+
+async def test_a_value_longer_than_its_column_is_cut_and_stops_no_other_entry(
+    database_url: str,
+) -> None:
+    await asyncio.to_thread(upgrade, database_url)
+    engine = create_engine(database_url)
+    recorder = UsageRecorder(Transactions(engine), flush_seconds=60, prices=PriceBook({}))
+    long_tool = "tool:" + "t" * 200  # what /mcp records for a call of a 200-character name
+    try:
+        long = UsageEntry("r1", 1, "k" * 300, "/mcp", long_tool, "mcp", 0, 0, 3, 200, None)
+        recorder.record(long)
+        recorder.record(_entry(2))
+        await recorder.flush()
+        async with session_factory(engine)() as session:
+            rows = (await session.execute(select(UsageRecord.request_id, UsageRecord.model))).all()
+    finally:
+        await engine.dispose()
+
+    assert sorted(rows) == [("r1", long_tool[:200]), ("r2", "m")]

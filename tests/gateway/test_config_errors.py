@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.settings import load_settings
 from server.cli import main
 
 
@@ -191,3 +192,26 @@ def test_a_bad_webhook_is_named(
     assert lines
     assert all(line.startswith(f"invalid configuration: {config}: notifications") for line in lines)
     assert message in "\n".join(lines)
+
+
+def test_trusted_proxies_are_addresses_or_networks_never_everyone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_text("forwarded_allow_ips: ['*']\nadmin_ui: {sign_in_attempts_total: 100}\n")
+
+    code, lines = _run(["keys", "list", "--config", str(config)], capsys)
+    monkeypatch.setenv("GATEWAY_FORWARDED_ALLOW_IPS", '["10.0.0.0/8", "ingress.local"]')
+    named_code, named = _run(["keys", "list"], capsys)
+    monkeypatch.setenv("GATEWAY_FORWARDED_ALLOW_IPS", '["10.1.2.3/8", " fd00::1 "]')
+    parsed = load_settings(None)
+
+    assert (code, named_code) == (2, 2)
+    assert f"{config}: forwarded_allow_ips: Value error, `*` is not an IP address" in lines[0]
+    assert "a `*` is refused: any client could then name its own address" in lines[0]
+    assert "sign_in_attempts_total is gone" in lines[1]
+    assert named[0].startswith(
+        "invalid configuration: environment variable GATEWAY_FORWARDED_ALLOW_IPS"
+    )
+    assert "`ingress.local` is not an IP address or a CIDR network" in named[0]
+    assert parsed.forwarded_allow_ips == ["10.0.0.0/8", "fd00::1"]

@@ -270,6 +270,24 @@ def test_the_config_map_is_a_valid_gateway_config(values_name: str, tmp_path: Pa
     assert settings.models
 
 
+def test_trusted_proxies_reach_the_gateway_config_of_pods_and_migrations(tmp_path: Path) -> None:
+    objects = by_name({"forwardedAllowIps": ["10.42.0.0/16", "192.0.2.7"]})
+    texts = {
+        objects[("ConfigMap", name)]["data"]["gateway.yaml"]
+        for name in ("llm-gateway", "llm-gateway-migrate")
+    }
+    [text] = texts  # the same in both
+    path = tmp_path / "gateway.yaml"
+    path.write_text(text)
+    assert load_settings(path).forwarded_allow_ips == ["10.42.0.0/16", "192.0.2.7"]
+    assert "forwarded_allow_ips" not in by_kind({})["ConfigMap"]["data"]["gateway.yaml"]
+    both = {"forwardedAllowIps": ["10.0.0.1"], "config": {"forwarded_allow_ips": ["10.0.0.2"]}}
+    with pytest.raises(helm.HelmRenderError, match="not both"):
+        render(both)
+    with helm.Chart.load(CHART) as chart, pytest.raises(helm.HelmValuesError):
+        chart.validate_schema({"forwardedAllowIps": ["*"]})
+
+
 def test_extra_env_is_rendered_after_the_secret_refs() -> None:
     values = {"extraEnv": [{"name": "GATEWAY_DATABASE_POOL__SIZE", "value": "20"}]}
     deployment = by_kind(values)["Deployment"]

@@ -17,10 +17,14 @@ def csrf_token(html: str) -> str:
     return match.group(1)
 
 
-def sign_in(client: httpx.Client, key: str) -> httpx.Response:
-    """Posts the sign-in form the way a browser would (its cookie and hidden token)."""
-    form = client.get("/admin/login")
-    return client.post("/admin/login", data={"api_key": key, "csrf_token": csrf_token(form.text)})
+def sign_in(
+    client: httpx.Client, key: str, headers: dict[str, str] | None = None
+) -> httpx.Response:
+    """Posts the sign-in form the way a browser would (its cookie and hidden token);
+    ``headers``: what a proxy in front adds (X-Forwarded-For...)."""
+    form = client.get("/admin/login", headers=headers)
+    data = {"api_key": key, "csrf_token": csrf_token(form.text)}
+    return client.post("/admin/login", data=data, headers=headers)
 
 
 @contextmanager

@@ -31,7 +31,10 @@ def serve(app: ASGIApp, startup_timeout: float = 90.0) -> Iterator[str]:
     sock.bind(("127.0.0.1", 0))
     sock.listen(256)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="auto")
+    # As `serve` runs the gateway: the app alone decides whose forwarded headers it believes.
+    config = uvicorn.Config(
+        app, log_config=None, access_log=False, lifespan="auto", proxy_headers=False
+    )
     server = _Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

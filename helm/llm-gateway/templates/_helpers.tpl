@@ -26,6 +26,18 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default (include "llm-gateway.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
 
+{{/* gateway.yaml: the `config` values, with `forwardedAllowIps` as its `forwarded_allow_ips`. */}}
+{{- define "llm-gateway.config" -}}
+{{- $config := deepCopy .Values.config -}}
+{{- if .Values.forwardedAllowIps -}}
+{{- if hasKey $config "forwarded_allow_ips" -}}
+{{- fail "set forwardedAllowIps or config.forwarded_allow_ips, not both" -}}
+{{- end -}}
+{{- $_ := set $config "forwarded_allow_ips" .Values.forwardedAllowIps -}}
+{{- end -}}
+{{- toYaml $config -}}
+{{- end -}}
+
 {{- define "llm-gateway.image" -}}
 {{- if .Values.image.digest -}}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}

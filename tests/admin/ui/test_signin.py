@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import httpx
 from sqlalchemy import update
@@ -12,8 +11,7 @@ from db.base import utcnow
 from db.engine import create_engine, session_factory
 from db.models import AdminSession
 from tests.support.admin_ui import csrf_token, sign_in, signed_in_client
-from tests.support.databases import fresh_database
-from tests.support.tool_loop import LoopStack, loop_stack_on
+from tests.support.tool_loop import LoopStack
 
 
 def expire_sessions(database_url: str) -> None:
@@ -80,11 +78,13 @@ def test_a_non_admin_key_cannot_sign_in(ui_stack: LoopStack) -> None:
 def test_sign_in_without_the_form_token_is_refused(ui_stack: LoopStack) -> None:
     with httpx.Client(base_url=ui_stack.gateway.url) as client:
         client.get("/admin/login")
-        forged = client.post(
-            "/admin/login", data={"api_key": ui_stack.admin_key, "csrf_token": "guess"}
-        )
-    assert forged.status_code == 403
-    assert "gw_admin_session" not in forged.headers.get("set-cookie", "")
+        forged = [
+            client.post("/admin/login", data={"api_key": ui_stack.admin_key, "csrf_token": t})
+            for t in ("guess", "é")  # compared as bytes: a str compare raises on non-ASCII
+        ]
+    for response in forged:
+        assert response.status_code == 403
+        assert "gw_admin_session" not in response.headers.get("set-cookie", "")
 
 
 def test_forms_without_the_session_csrf_token_are_refused(ui_stack: LoopStack) -> None:
@@ -93,6 +93,7 @@ def test_forms_without_the_session_csrf_token_are_refused(ui_stack: LoopStack) -
         forged = [
             client.post("/admin/keys", data={"name": "x", "roles": "admin"}),
             client.post("/admin/keys", data={"name": "x", "roles": "admin", "csrf_token": "no"}),
+            client.post("/admin/keys", data={"name": "x", "roles": "admin", "csrf_token": "ü"}),
             client.post("/admin/keys/1/revoke", data={}),
             client.post("/admin/calls/any/approve", data={"csrf_token": token[:-1]}),
             client.post("/admin/calls/any/reject", data={"reason": "r"}),
@@ -155,21 +156,3 @@ def test_sign_ins_are_audited_with_their_outcome(ui_stack: LoopStack) -> None:
     assert {"invalid_key", "not_admin"} <= reasons
     assert all(event["detail"]["client"] == "127.0.0.1" for event in refused["data"])
     assert any(event["actor_owner"] == "reviewer" for event in signed["data"])
-
-
-def test_sign_in_attempts_are_throttled_per_client(tmp_path: Path) -> None:
-    limits = {"admin_ui": {"sign_in_attempts_per_client": 3, "sign_in_attempts_total": 100}}
-    with (
-        fresh_database("sqlite", tmp_path) as database_url,
-        loop_stack_on(database_url, settings=limits) as stack,
-        httpx.Client(base_url=stack.gateway.url) as client,
-    ):
-        for _ in range(3):
-            assert sign_in(client, "gw-guess").status_code == 401
-        throttled = sign_in(client, stack.admin_key)
-        assert throttled.status_code == 429
-        assert 1 <= int(throttled.headers["retry-after"]) <= 60
-        assert "Too many sign-in attempts" in throttled.text
-        with stack.client(stack.admin_key) as api:
-            audit = api.get("/v1/admin/audit", params={"action": "admin.sign_in_refused"}).json()
-    assert [e["detail"]["reason"] for e in audit["data"]].count("throttled") == 1

@@ -1,6 +1,7 @@
 """Admin sign-in with OpenID Connect against a real provider (oidc-provider on 127.0.0.1): the
 authorization code flow with PKCE, groups mapped to roles, the person named in the audit log,
-a person outside the admin group refused, and API-key sign-in turned off."""
+a person outside the admin group refused, a made-up code refused by the provider, and API-key
+sign-in turned off."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -131,6 +133,23 @@ def test_a_forged_or_stale_callback_is_refused(tmp_path: Path) -> None:
     assert forged.status_code == 400
     assert mismatched.status_code == 400
     assert "start again" in mismatched.text
+
+
+def test_a_made_up_or_repeated_code_is_the_sign_in_page_with_the_reason(tmp_path: Path) -> None:
+    with sso_stack(tmp_path) as stack, httpx.Client(base_url=stack.gateway.url) as client:
+        pages = []
+        for codes in (["made-up"], ["made-up", "another"]):
+            redirect = client.get("/admin/sso/start")
+            [state] = parse_qs(urlsplit(redirect.headers["location"]).query)["state"]
+            params = [("state", state), *(("code", code) for code in codes)]
+            pages.append(client.get("/admin/sso/callback", params=params))
+    bogus, repeated = pages
+    assert bogus.status_code == 401  # the provider answered 400 invalid_grant
+    assert "refused the code (<code>invalid_grant</code>)" in bogus.text
+    assert repeated.status_code == 400
+    assert "repeats <code>code</code>" in repeated.text
+    for page in pages:
+        assert "<h1>Sign in</h1>" in page.text
 
 
 def test_api_key_sign_in_can_be_turned_off(tmp_path: Path) -> None:
