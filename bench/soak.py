@@ -3,19 +3,22 @@
     make soak                                         # 10 minutes, writes docs/reliability.md
     .venv/bin/python -m bench.soak --minutes 2 --rate 6
 
-Two ``llm-gateway serve --workers 1`` replicas share a fresh PostgreSQL database (127.0.0.1:5432)
-and Redis (127.0.0.1:6379, a prefix of their own), in front of the project's fakes: the fake
+Two ``llm-gateway serve --workers 1`` replicas share a PostgreSQL and a Redis of the soak's own
+(``bench/soak_services.py``: a fresh cluster from ``initdb`` and a ``redis-server``, each on a free
+loopback port, removed on exit), in front of the project's fakes: the fake
 OpenAI server (tests/support/fake_openai.py) for chat, streams, Responses and embeddings, and the
 counting MCP server (tests/support/counting_mcp_server.py), which notes every execution, for
 conversations whose mock model calls a tool that needs an admin's approval, and for ``/mcp``.
 Traffic goes at a steady rate, round robin over the kinds, to either replica (the other one when
 a connection is refused, as a Service would), at most ``--max-requests``. Faults, in order, at
 even intervals: upstream 500s, upstream 429s, a tool server that hangs (SIGSTOP), kill -9 of a
-replica (restarted), PostgreSQL restarted, Redis stopped for 30 s. Then the invariants
-(``bench/soak_checks.py``) are checked and written as a table into docs/reliability.md.
+replica (restarted), PostgreSQL restarted (``pg_ctl restart -m fast``), PostgreSQL crashed and
+restarted (``-m immediate``), Redis stopped for 30 s. Then the invariants (``bench/soak_checks.py``)
+are checked and written as a table into docs/reliability.md.
 
-It restarts the machine's PostgreSQL and Redis: other work on the machine sees that. Both are
-always started again, whatever happens.
+The faults hit only the soak's own servers: the machine's shared PostgreSQL (127.0.0.1:5432) and
+Redis (6379), which other test runs use, are never touched. Everything the soak started is stopped
+and removed when it ends, on failure and Ctrl-C too; its logs are kept only when it failed.
 """
 
 from __future__ import annotations
@@ -25,13 +28,14 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -42,7 +46,7 @@ import yaml
 from bench import procstat
 from bench import soak_checks as checks
 from bench.soak_checks import Outcome
-from tests.support.databases import postgres_database
+from bench.soak_services import Postgres, Redis, own_services
 from tests.support.fake_openai import FakeOpenAI, FakeReply
 from tests.support.mcp_servers import ServerProcess, counting_server, free_port
 from tests.support.servers import serve
@@ -59,11 +63,6 @@ MODEL_ROUTES = {
     "responses": "/v1/responses",
     "embeddings": "/v1/embeddings",
 }
-REDIS_START = [
-    "redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1", "--port", "6379",
-    "--save", "", "--appendonly", "no", "--dir", "/var/lib/redis",
-    "--logfile", "/var/log/redis/ci.log",
-]  # fmt: skip
 RECOVERY_LIMIT = 60.0
 # A key with this budget sends BURST requests at once, each priced one dollar, on both replicas
 # and on the routes that spend (chat, streams, Responses): what got through is what it spent.
@@ -82,11 +81,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def config(database_url: str, fake_url: str, tool_url: str) -> dict[str, object]:
+def config(database_url: str, redis_url: str, fake_url: str, tool_url: str) -> dict[str, object]:
     upstream = {"provider": "openai", "base_url": f"{fake_url}/v1", "api_key_env": "SOAK_KEY"}
     return {
         "database_url": database_url,
-        "redis_url": "redis://127.0.0.1:6379/0",
+        "redis_url": redis_url,
         "redis_key_prefix": f"soak-{uuid.uuid4().hex[:8]}:",
         "log_level": "warning",
         "models": [
@@ -168,6 +167,8 @@ class Soak:
     replicas: list[Replica]
     fake: FakeOpenAI
     tool_server: ServerProcess
+    postgres: Postgres
+    redis: Redis
     user_key: str = ""
     budget_key: str = ""
     budget_spent: float = 0.0
@@ -348,20 +349,16 @@ class Soak:
         victim.start()  # as Kubernetes restarts a dead pod
         await self.recovery("kill -9 of a replica (restarted at once)", "chat", victim)
 
-    async def restart_postgres(self) -> None:
-        clusters = os.listdir("/etc/postgresql")
-        command = ["pg_ctlcluster", "--skip-systemctl-redirect", clusters[0], "main", "restart"]
-        await asyncio.to_thread(subprocess.run, command, check=True)
-        await self.recovery("PostgreSQL restart", "conversation")
+    async def restart_postgres(self, mode: str, name: str) -> None:
+        await asyncio.to_thread(self.postgres.restart, mode)
+        await self.recovery(name, "conversation")
 
     async def stop_redis(self, seconds: float) -> None:
-        await asyncio.to_thread(
-            subprocess.run, ["redis-cli", "-p", "6379", "shutdown", "nosave"], check=False
-        )
+        await asyncio.to_thread(self.redis.stop)
         try:
             await asyncio.sleep(seconds)
         finally:
-            await asyncio.to_thread(subprocess.run, REDIS_START, check=True)
+            await asyncio.to_thread(self.redis.start)
         await self.recovery(f"Redis stopped for {seconds:g} s", "chat")
 
     async def faults(self, until: float) -> None:
@@ -370,7 +367,14 @@ class Soak:
             ("upstream 429", lambda: self.upstream_outage(429, 10)),
             ("tool server hangs", lambda: self.tool_server_hangs(20)),
             ("kill -9", self.kill_replica),
-            ("PostgreSQL restart", self.restart_postgres),
+            (
+                "PostgreSQL restart",
+                lambda: self.restart_postgres("fast", "PostgreSQL restart (fast shutdown)"),
+            ),
+            (
+                "PostgreSQL crash",
+                lambda: self.restart_postgres("immediate", "PostgreSQL crash (immediate restart)"),
+            ),
             ("Redis stopped", lambda: self.stop_redis(30)),
         ]
         # Spread so that the last one (Redis, 30 s) ends while traffic still runs.
@@ -428,21 +432,6 @@ def _create_key(replica: Replica, name: str, limits: dict[str, float] | None = N
     return key
 
 
-@contextlib.contextmanager
-def _services_left_running() -> Iterator[None]:
-    """PostgreSQL and Redis are up again afterwards, whatever the soak did to them."""
-    try:
-        yield
-    finally:
-        ping = subprocess.run(["redis-cli", "-p", "6379", "ping"], capture_output=True, check=False)
-        if b"PONG" not in ping.stdout:
-            subprocess.run(REDIS_START, check=False)
-        clusters = os.listdir("/etc/postgresql")
-        status = ["pg_ctlcluster", "--skip-systemctl-redirect", clusters[0], "main", "status"]
-        if subprocess.run(status, capture_output=True, check=False).returncode != 0:
-            subprocess.run([*status[:-1], "start"], check=False)
-
-
 def evaluate(soak: Soak, counts: dict[str, int], executions: int) -> list[checks.Check]:
     served = sum(1 for o in soak.outcomes if o.kind in MODEL_ROUTES and o.status == 200)
     results = [
@@ -478,20 +467,18 @@ def report(args: argparse.Namespace, soak: Soak, results: list[checks.Check]) ->
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    workdir = Path(tempfile.mkdtemp(prefix="soak-"))
+def soak(args: argparse.Namespace, workdir: Path) -> bool:
+    """Runs the soak, writes its table; whether every invariant held."""
     fake = FakeOpenAI()
     executions = workdir / "executions.txt"
     executions.touch()
     with (
-        _services_left_running(),
-        postgres_database() as database_url,
+        own_services(workdir) as (postgres, redis),
         serve(fake.app()) as fake_url,
         counting_server(executions) as (tool_url, tool_server),
     ):
         path = workdir / "gateway.yaml"
-        path.write_text(yaml.safe_dump(config(database_url, fake_url, tool_url)))
+        path.write_text(yaml.safe_dump(config(postgres.url, redis.url, fake_url, tool_url)))
         gateway = str(ROOT / ".venv/bin/llm-gateway")
         subprocess.run([gateway, "migrate", "--config", str(path)], check=True)
         replicas = [Replica(f"replica-{n}", free_port(), path) for n in (1, 2)]
@@ -499,26 +486,32 @@ def main(argv: list[str] | None = None) -> int:
             for replica in replicas:  # one after the other: see issue 32 item 1
                 replica.start()
                 replica.wait_ready()
-            soak = Soak(
+            run = Soak(
                 args,
                 replicas,
                 fake,
                 tool_server,
+                postgres,
+                redis,
                 user_key=_create_key(replicas[0], "soak"),
                 budget_key=_create_key(replicas[0], "budgeted", {"budget_per_day": BUDGET}),
             )
-            print(f"soak: {args.minutes:g} min at {args.rate:g}/s, logs in {workdir}", flush=True)
-            asyncio.run(soak.run())
+            print(
+                f"soak: {args.minutes:g} min at {args.rate:g}/s; PostgreSQL on port "
+                f"{postgres.port}, Redis on {redis.port}; logs in {workdir}",
+                flush=True,
+            )
+            asyncio.run(run.run())
             time.sleep(3)  # the usage batches' flush interval, and a margin
-            counts = asyncio.run(_database_counts(database_url))
+            counts = asyncio.run(_database_counts(postgres.url))
         finally:
             for replica in replicas:
                 replica.stop()
         done = len(executions.read_text().splitlines())
-    results = evaluate(soak, counts, done)
-    section = report(args, soak, results)
+    results = evaluate(run, counts, done)
+    section = report(args, run, results)
     print(section)
-    (workdir / "outcomes.json").write_text(json.dumps([asdict(o) for o in soak.outcomes]))
+    (workdir / "outcomes.json").write_text(json.dumps([asdict(o) for o in run.outcomes]))
     document = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
     if _BEGIN in document:
         start, end = document.index(_BEGIN), document.index(_END) + len(_END)
@@ -526,7 +519,23 @@ def main(argv: list[str] | None = None) -> int:
     else:
         document += f"\n## Soak results\n\n{section}\n"
     args.output.write_text(document, encoding="utf-8")
-    return 0 if all(check.held for check in results) else 1
+    return all(check.held for check in results)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    # A plain kill ends the soak as Ctrl-C does: through its clean-up.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    workdir = Path(tempfile.mkdtemp(prefix="soak-"))
+    held = False
+    try:
+        held = soak(args, workdir)
+    finally:
+        if held:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            print(f"soak: failed or interrupted; its logs are kept in {workdir}", file=sys.stderr)
+    return 0 if held else 1
 
 
 if __name__ == "__main__":
