@@ -64,6 +64,7 @@ MODEL_ROUTES = {
     "embeddings": "/v1/embeddings",
 }
 RECOVERY_LIMIT = 60.0
+ROUNDS = 2  # of the whole fault schedule
 # A key with this budget sends BURST requests at once, each priced one dollar, on both replicas
 # and on the routes that spend (chat, streams, Responses): what got through is what it spent.
 BUDGET = 5.0
@@ -177,6 +178,12 @@ class Soak:
     recoveries: dict[str, float | None] = field(default_factory=dict)
     rss: list[float] = field(default_factory=list)
     metrics_kb: list[float] = field(default_factory=list)
+    metrics_pages: list[str] = field(default_factory=list)  # kept to show what grew
+    sampled_at: list[float] = field(default_factory=list)
+    fault_round: int = 0
+    # The end of the faults' first round: each status, error type and tool-call state the
+    # faults produce has had its metric series made once by then. None: no faults.
+    warmed_at: float | None = None
     conversations: list[str] = field(default_factory=list)
 
     def now(self) -> float:
@@ -301,7 +308,9 @@ class Soak:
                 with contextlib.suppress(httpx.HTTPError):
                     page = await client.get(f"{self.replicas[0].url}/metrics")
                     self.metrics_kb.append(len(page.content) / 1024)
+                    self.metrics_pages.append(page.text)
                     self.rss.append(self.replicas[0].rss_mb())
+                    self.sampled_at.append(self.now())
                 await asyncio.sleep(5)
 
     # --- faults ----------------------------------------------------------------------------
@@ -317,6 +326,7 @@ class Soak:
 
     async def recovery(self, name: str, kind: str, replica: Replica | None = None) -> None:
         """Seconds from the fault's end until a request of ``kind`` succeeds again."""
+        name = f"{name}, round {self.fault_round}"
         start = time.monotonic()
         while time.monotonic() - start < RECOVERY_LIMIT * 2:
             if await self.probe(kind, replica):
@@ -377,12 +387,19 @@ class Soak:
             ),
             ("Redis stopped", lambda: self.stop_redis(30)),
         ]
-        # Spread so that the last one (Redis, 30 s) ends while traffic still runs.
-        interval = max(until - 40, 1) / len(schedule)
-        for number, (name, fault) in enumerate(schedule, start=1):
-            await asyncio.sleep(max(0.0, number * interval - self.now()))
-            print(f"{self.now():6.0f} s  fault: {name}", flush=True)
+        # Every fault twice: the first round is part of the warm-up (a status or tool-call state
+        # seen for the first time adds its metric series once); the second shows whether any
+        # fault leaves something growing. Spread so that the last one (Redis, 30 s) ends while
+        # traffic still runs.
+        interval = max(until - 40, 1) / (len(schedule) * ROUNDS)
+        for number in range(len(schedule) * ROUNDS):
+            self.fault_round = number // len(schedule) + 1
+            name, fault = schedule[number % len(schedule)]
+            await asyncio.sleep(max(0.0, (number + 1) * interval - self.now()))
+            print(f"{self.now():6.0f} s  fault: {name} (round {self.fault_round})", flush=True)
             await fault()
+            if number == len(schedule) - 1:
+                self.warmed_at = self.now()
 
     async def run(self) -> None:
         until = self.args.minutes * 60
@@ -397,7 +414,7 @@ class Soak:
         await asyncio.gather(*jobs)
 
 
-async def _database_counts(database_url: str) -> dict[str, int]:
+async def _database_counts(database_url: str, workdir: Path) -> dict[str, int]:
     dsn = database_url.replace("postgresql+asyncpg", "postgresql")
     connection = await asyncpg.connect(dsn)
     try:
@@ -411,6 +428,14 @@ async def _database_counts(database_url: str) -> dict[str, int]:
             await connection.fetch(
                 "SELECT state, count(*) FROM tool_calls WHERE tool_name = 'record' GROUP BY state"
             )
+        )
+        odd = await connection.fetch(
+            "SELECT id, state, left(result, 300) AS result, started_at, finished_at "
+            "FROM tool_calls WHERE tool_name = 'record' AND state <> 'succeeded' "
+            "ORDER BY created_at"
+        )
+        (workdir / "record_calls_not_succeeded.json").write_text(
+            json.dumps([dict(row) for row in odd], default=str, indent=1)
         )
         unfinished = await connection.fetchval(
             "SELECT count(*) FROM conversations WHERE status <> 'idle'"
@@ -434,6 +459,9 @@ def _create_key(replica: Replica, name: str, limits: dict[str, float] | None = N
 
 def evaluate(soak: Soak, counts: dict[str, int], executions: int) -> list[checks.Check]:
     served = sum(1 for o in soak.outcomes if o.kind in MODEL_ROUTES and o.status == 200)
+    warm = None  # without faults, the first third of the samples
+    if soak.warmed_at is not None:
+        warm = next((n for n, t in enumerate(soak.sampled_at) if t >= soak.warmed_at), None)
     results = [
         checks.every_request_answered(soak.outcomes, TIMEOUT),
         checks.tool_calls_exactly_once(
@@ -443,8 +471,8 @@ def evaluate(soak: Soak, counts: dict[str, int], executions: int) -> list[checks
         ),
         checks.usage_rows_present(counts["usage"], served),
         checks.budget_held(soak.budget_spent, BUDGET, PRICE),
-        checks.flat_after_warmup("RSS (replica 1)", soak.rss, "MB", 0.10),
-        checks.flat_after_warmup("/metrics size", soak.metrics_kb, "KiB", 0.10),
+        checks.flat_after_warmup("RSS (replica 1)", soak.rss, "MB", 0.10, warm),
+        checks.flat_after_warmup("/metrics size", soak.metrics_kb, "KiB", 0.10, warm),
         checks.Check(
             "every conversation's turn finished",
             counts["unfinished"] == 0,
@@ -503,7 +531,7 @@ def soak(args: argparse.Namespace, workdir: Path) -> bool:
             )
             asyncio.run(run.run())
             time.sleep(3)  # the usage batches' flush interval, and a margin
-            counts = asyncio.run(_database_counts(postgres.url))
+            counts = asyncio.run(_database_counts(postgres.url, workdir))
         finally:
             for replica in replicas:
                 replica.stop()
@@ -512,6 +540,8 @@ def soak(args: argparse.Namespace, workdir: Path) -> bool:
     section = report(args, run, results)
     print(section)
     (workdir / "outcomes.json").write_text(json.dumps([asdict(o) for o in run.outcomes]))
+    for number, page in enumerate(run.metrics_pages):  # to show what grew, and when
+        (workdir / f"metrics-{run.sampled_at[number]:04.0f}s.txt").write_text(page)
     document = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
     if _BEGIN in document:
         start, end = document.index(_BEGIN), document.index(_END) + len(_END)

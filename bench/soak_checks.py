@@ -68,12 +68,16 @@ def usage_rows_present(rows: int, served: int) -> Check:
     )
 
 
-def flat_after_warmup(name: str, samples: Sequence[float], unit: str, tolerance: float) -> Check:
-    """The last sample within ``tolerance`` (a fraction) of the first after warm-up; the first
-    third of the samples is the warm-up."""
-    if len(samples) < 3:
+def flat_after_warmup(
+    name: str, samples: Sequence[float], unit: str, tolerance: float, warmup: int | None = None
+) -> Check:
+    """The last sample within ``tolerance`` (a fraction) of the first after warm-up: the one at
+    index ``warmup``, by default the first after the first third of the samples."""
+    if warmup is None:
+        warmup = len(samples) // 3
+    if len(samples) < 3 or warmup > len(samples) - 2:
         return Check(f"{name} flat after warm-up", False, f"{len(samples)} samples: too few")
-    warm = samples[len(samples) // 3]
+    warm = samples[warmup]
     last = samples[-1]
     grown = last / warm - 1 if warm else 0.0
     return Check(
