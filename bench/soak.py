@@ -65,6 +65,9 @@ MODEL_ROUTES = {
 }
 RECOVERY_LIMIT = 60.0
 ROUNDS = 2  # of the whole fault schedule
+# The tool loop's turn timeout (600 s by default): the longest a turn may take, and when the
+# sweeper ends one that a fault left unfinished (the soak's own turns take under a second).
+TURN_TIMEOUT = 60
 # A key with this budget sends BURST requests at once, each priced one dollar, on both replicas
 # and on the routes that spend (chat, streams, Responses): what got through is what it spent.
 BUDGET = 5.0
@@ -89,6 +92,7 @@ def config(database_url: str, redis_url: str, fake_url: str, tool_url: str) -> d
         "redis_url": redis_url,
         "redis_key_prefix": f"soak-{uuid.uuid4().hex[:8]}:",
         "log_level": "warning",
+        "tool_loop": {"turn_timeout_seconds": TURN_TIMEOUT},
         "models": [
             {"name": "chat", **upstream},
             {"name": "embed", "kind": "embedding", **upstream},
@@ -171,6 +175,7 @@ class Soak:
     postgres: Postgres
     redis: Redis
     user_key: str = ""
+    probe_key: str = ""
     budget_key: str = ""
     budget_spent: float = 0.0
     began: float = field(default_factory=time.monotonic)
@@ -181,6 +186,7 @@ class Soak:
     metrics_pages: list[str] = field(default_factory=list)  # kept to show what grew
     sampled_at: list[float] = field(default_factory=list)
     fault_round: int = 0
+    kills: list[float] = field(default_factory=list)  # when replica 2 was killed
     # The end of the faults' first round: each status, error type and tool-call state the
     # faults produce has had its metric series made once by then. None: no faults.
     warmed_at: float | None = None
@@ -195,19 +201,27 @@ class Soak:
         started = self.now()
         first, second = self.replicas[number % 2], self.replicas[(number + 1) % 2]
         status: int | None = None
-        error: str | None = None
+        error = request_id = None
+        served_by = first.name
         try:
             async with asyncio.timeout(TIMEOUT):
                 try:
-                    status = await self.request(client, first.url, kind)
+                    status, request_id = await self.request(client, first.url, kind, self.user_key)
                 except httpx.ConnectError:  # the replica is down: the other one, as a Service
-                    status = await self.request(client, second.url, kind)
+                    served_by = second.name
+                    status, request_id = await self.request(client, second.url, kind, self.user_key)
         except (httpx.HTTPError, TimeoutError) as exc:
             error = type(exc).__name__
-        self.outcomes.append(Outcome(kind, started, self.now() - started, status, error))
+        ended = self.now()
+        self.outcomes.append(
+            Outcome(kind, started, ended - started, status, error, request_id, served_by)
+        )
 
-    async def request(self, client: httpx.AsyncClient, url: str, kind: str) -> int:
-        headers = {"Authorization": f"Bearer {self.user_key}"}
+    async def request(
+        self, client: httpx.AsyncClient, url: str, kind: str, key: str
+    ) -> tuple[int, str | None]:
+        """The status, and the gateway's request id (which its usage row carries)."""
+        headers = {"Authorization": f"Bearer {key}"}
         messages = [{"role": "user", "content": "hello"}]
         if kind in ("chat", "stream"):
             body = {"model": "chat", "messages": messages, "stream": kind == "stream"}
@@ -216,38 +230,34 @@ class Soak:
             ) as response:
                 async for _ in response.aiter_bytes():
                     pass
-                return response.status_code
-        if kind == "responses":
+        elif kind == "responses":
             body = {"model": "chat", "input": "hello", "store": False}
-            return (
-                await client.post(f"{url}/v1/responses", json=body, headers=headers)
-            ).status_code
-        if kind == "embeddings":
+            response = await client.post(f"{url}/v1/responses", json=body, headers=headers)
+        elif kind == "embeddings":
             body = {"model": "embed", "input": "hello"}
             response = await client.post(f"{url}/v1/embeddings", json=body, headers=headers)
-            return response.status_code
-        if kind == "conversation":
-            made = await client.post(
+        elif kind == "conversation":
+            response = await client.post(
                 f"{url}/v1/conversations", json={"model": "agent"}, headers=headers
             )
-            if made.status_code != 201:
-                return made.status_code
-            conversation_id = made.json()["id"]
-            self.conversations.append(conversation_id)
-            turn = await client.post(
-                f"{url}/v1/conversations/{conversation_id}/messages",
-                json={"content": "record it"},
-                headers=headers,
-            )
-            return turn.status_code
-        call = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": "echo", "arguments": {"text": "soak"}},
-        }
-        mcp_headers = {**headers, "Accept": "application/json, text/event-stream"}
-        return (await client.post(f"{url}/mcp", json=call, headers=mcp_headers)).status_code
+            if response.status_code == 201:
+                conversation_id = response.json()["id"]
+                self.conversations.append(conversation_id)
+                response = await client.post(
+                    f"{url}/v1/conversations/{conversation_id}/messages",
+                    json={"content": "record it"},
+                    headers=headers,
+                )
+        else:
+            call = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "soak"}},
+            }
+            mcp_headers = {**headers, "Accept": "application/json, text/event-stream"}
+            response = await client.post(f"{url}/mcp", json=call, headers=mcp_headers)
+        return response.status_code, response.headers.get("x-request-id")
 
     async def budget_burst(self) -> None:
         """BURST priced requests at once, split over both replicas and the spending routes."""
@@ -320,7 +330,9 @@ class Soak:
         async with httpx.AsyncClient(timeout=10) as client:
             for target in targets:
                 with contextlib.suppress(httpx.HTTPError, TimeoutError):
-                    if await self.request(client, target.url, kind) in (200, 201):
+                    # A key of their own: the soak's key counts usage against its traffic alone.
+                    status, _ = await self.request(client, target.url, kind, self.probe_key)
+                    if status in (200, 201):
                         return True
         return False
 
@@ -355,6 +367,7 @@ class Soak:
     async def kill_replica(self) -> None:
         victim = self.replicas[1]
         victim.kill()
+        self.kills.append(self.now())
         await asyncio.sleep(1)
         victim.start()  # as Kubernetes restarts a dead pod
         await self.recovery("kill -9 of a replica (restarted at once)", "chat", victim)
@@ -405,7 +418,9 @@ class Soak:
         until = self.args.minutes * 60
         jobs = [
             self.traffic(until),
-            self.approver(until + 30),
+            # Past the traffic, past the turn timeout: a turn cut short by a fault is ended by
+            # the sweeper by then, or never.
+            self.approver(until + TURN_TIMEOUT + 15),
             self.sampler(until),
             self.budget_burst(),
         ]
@@ -419,10 +434,15 @@ async def _database_counts(database_url: str, workdir: Path) -> dict[str, int]:
     connection = await asyncpg.connect(dsn)
     try:
         routes = sorted(set(MODEL_ROUTES.values()))
-        usage = await connection.fetchval(
-            "SELECT count(*) FROM usage_records WHERE status_code = 200 AND route = ANY($1) "
+        rows = await connection.fetch(
+            "SELECT request_id FROM usage_records WHERE status_code = 200 AND route = ANY($1) "
             "AND api_key_id = (SELECT id FROM api_keys WHERE name = 'soak')",
             routes,
+        )
+        (workdir / "usage_request_ids.json").write_text(json.dumps([r[0] for r in rows]))
+        interrupted = await connection.fetchval(
+            "SELECT count(*) FROM conversation_events "
+            "WHERE type = 'error' AND data->>'code' = 'turn_interrupted'"
         )
         states = dict(
             await connection.fetch(
@@ -442,7 +462,12 @@ async def _database_counts(database_url: str, workdir: Path) -> dict[str, int]:
         )
     finally:
         await connection.close()
-    return {"usage": usage, "unfinished": unfinished, **{str(k): int(v) for k, v in states.items()}}
+    return {
+        "usage": len(rows),
+        "unfinished": unfinished,
+        "interrupted": interrupted,
+        **{str(k): int(v) for k, v in states.items()},
+    }
 
 
 def _create_key(replica: Replica, name: str, limits: dict[str, float] | None = None) -> str:
@@ -457,7 +482,34 @@ def _create_key(replica: Replica, name: str, limits: dict[str, float] | None = N
     return key
 
 
-def evaluate(soak: Soak, counts: dict[str, int], executions: int) -> list[checks.Check]:
+def _usage_note(soak: Soak, usage_ids: set[str]) -> str:
+    """Which requests lack a usage row (or which rows lack a request), and whether each was
+    answered by replica 2 in the seconds before its kill -9: the recorder writes in batches
+    (``usage_flush_seconds``, 1 s), and a killed process loses the batch it held."""
+    served = {
+        o.request_id: o
+        for o in soak.outcomes
+        if o.kind in MODEL_ROUTES and o.status == 200 and o.request_id
+    }
+    missing = [served[rid] for rid in served.keys() - usage_ids]
+    extra = len(usage_ids - served.keys())
+    if not missing and not extra:
+        return ""
+
+    def before_a_kill(outcome: Outcome) -> bool:
+        end = outcome.started + outcome.seconds
+        return outcome.replica == "replica-2" and any(0 <= k - end <= 3 for k in soak.kills)
+
+    killed = sum(1 for outcome in missing if before_a_kill(outcome))
+    return (
+        f"; {len(missing)} answered without a row ({killed} of them answered by replica 2 in "
+        f"the 3 s before its kill -9), {extra} rows for no answered request"
+    )
+
+
+def evaluate(
+    soak: Soak, counts: dict[str, int], usage_ids: set[str], executions: int
+) -> list[checks.Check]:
     served = sum(1 for o in soak.outcomes if o.kind in MODEL_ROUTES and o.status == 200)
     warm = None  # without faults, the first third of the samples
     if soak.warmed_at is not None:
@@ -469,14 +521,16 @@ def evaluate(soak: Soak, counts: dict[str, int], executions: int) -> list[checks
             counts.get("succeeded", 0),
             counts.get("unknown_outcome", 0) + counts.get("timed_out", 0),
         ),
-        checks.usage_rows_present(counts["usage"], served),
+        checks.usage_rows_present(counts["usage"], served, _usage_note(soak, usage_ids)),
         checks.budget_held(soak.budget_spent, BUDGET, PRICE),
         checks.flat_after_warmup("RSS (replica 1)", soak.rss, "MB", 0.10, warm),
         checks.flat_after_warmup("/metrics size", soak.metrics_kb, "KiB", 0.10, warm),
         checks.Check(
             "every conversation's turn finished",
             counts["unfinished"] == 0,
-            f"{len(soak.conversations)} conversations, {counts['unfinished']} not idle at the end",
+            f"{len(soak.conversations)} conversations, {counts['unfinished']} not idle at the end; "
+            f"{counts['interrupted']} ended by the sweeper at the turn timeout "
+            f"({TURN_TIMEOUT} s)",
         ),
     ]
     results += [checks.recovered(name, s, RECOVERY_LIMIT) for name, s in soak.recoveries.items()]
@@ -522,6 +576,7 @@ def soak(args: argparse.Namespace, workdir: Path) -> bool:
                 postgres,
                 redis,
                 user_key=_create_key(replicas[0], "soak"),
+                probe_key=_create_key(replicas[0], "probe"),
                 budget_key=_create_key(replicas[0], "budgeted", {"budget_per_day": BUDGET}),
             )
             print(
@@ -532,11 +587,12 @@ def soak(args: argparse.Namespace, workdir: Path) -> bool:
             asyncio.run(run.run())
             time.sleep(3)  # the usage batches' flush interval, and a margin
             counts = asyncio.run(_database_counts(postgres.url, workdir))
+            usage_ids = set(json.loads((workdir / "usage_request_ids.json").read_text()))
         finally:
             for replica in replicas:
                 replica.stop()
         done = len(executions.read_text().splitlines())
-    results = evaluate(run, counts, done)
+    results = evaluate(run, counts, usage_ids, done)
     section = report(args, run, results)
     print(section)
     (workdir / "outcomes.json").write_text(json.dumps([asdict(o) for o in run.outcomes]))

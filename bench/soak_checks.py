@@ -16,6 +16,8 @@ class Outcome:
     seconds: float
     status: int | None
     error: str | None = None
+    request_id: str | None = None  # the gateway's, from x-request-id
+    replica: str | None = None  # the one that answered
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +60,15 @@ def tool_calls_exactly_once(executions: int, succeeded: int, unknown: int) -> Ch
     )
 
 
-def usage_rows_present(rows: int, served: int) -> Check:
-    """A usage row for every model request the callers saw served (200)."""
+def usage_rows_present(rows: int, served: int, note: str = "") -> Check:
+    """A usage row for every model request the callers saw served (200); ``note`` says which
+    are missing, when some are."""
     return Check(
         "every usage row present",
         rows == served,
         f"{rows} usage rows with status 200 for {served} model requests answered 200"
-        + ("" if rows == served else f" ({rows - served:+d})"),
+        + ("" if rows == served else f" ({rows - served:+d})")
+        + note,
     )
 
 
