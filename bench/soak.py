@@ -11,10 +11,11 @@ counting MCP server (tests/support/counting_mcp_server.py), which notes every ex
 conversations whose mock model calls a tool that needs an admin's approval, and for ``/mcp``.
 Traffic goes at a steady rate, round robin over the kinds, to either replica (the other one when
 a connection is refused, as a Service would), at most ``--max-requests``. Faults, in order, at
-even intervals: upstream 500s, upstream 429s, a tool server that hangs (SIGSTOP), kill -9 of a
-replica (restarted), PostgreSQL restarted (``pg_ctl restart -m fast``), PostgreSQL crashed and
-restarted (``-m immediate``), Redis stopped for 30 s. Then the invariants (``bench/soak_checks.py``)
-are checked and written as a table into docs/reliability.md.
+even intervals, the whole schedule twice: upstream 500s, upstream 429s, a tool server that
+hangs (SIGSTOP), kill -9 of a replica (restarted), PostgreSQL restarted (``pg_ctl restart -m
+fast``), PostgreSQL crashed and restarted (``-m immediate``), Redis stopped for 30 s. Then the
+invariants (``bench/soak_checks.py``) are checked and written as a table into
+docs/reliability.md (``bench/soak_results.py``); the deployment is ``bench/soak_setup.py``.
 
 The faults hit only the soak's own servers: the machine's shared PostgreSQL (127.0.0.1:5432) and
 Redis (6379), which other test runs use, are never touched. Everything the soak started is stopped
@@ -27,52 +28,42 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import asyncpg
 import httpx
 import yaml
 
-from bench import procstat
-from bench import soak_checks as checks
 from bench.soak_checks import Outcome
+from bench.soak_results import BEGIN, END, database_counts, evaluate, report
 from bench.soak_services import Postgres, Redis, own_services
+from bench.soak_setup import (
+    ADMIN_KEY,
+    BUDGET,
+    BURST,
+    KINDS,
+    PRICE,
+    RECOVERY_LIMIT,
+    REPORT,
+    ROOT,
+    TIMEOUT,
+    TURN_TIMEOUT,
+    Replica,
+    config,
+    create_key,
+)
 from tests.support.fake_openai import FakeOpenAI, FakeReply
 from tests.support.mcp_servers import ServerProcess, counting_server, free_port
 from tests.support.servers import serve
 
-ROOT = Path(__file__).resolve().parent.parent
-REPORT = ROOT / "docs" / "reliability.md"
-_BEGIN, _END = "<!-- soak results -->", "<!-- end of soak results -->"
-ADMIN_KEY = "sk-soak-admin-" + uuid.uuid4().hex
-TIMEOUT = 60.0  # per request: a longer wait is a hang
-KINDS = ("chat", "stream", "responses", "embeddings", "conversation", "mcp")
-MODEL_ROUTES = {
-    "chat": "/v1/chat/completions",
-    "stream": "/v1/chat/completions",
-    "responses": "/v1/responses",
-    "embeddings": "/v1/embeddings",
-}
-RECOVERY_LIMIT = 60.0
 ROUNDS = 2  # of the whole fault schedule
-# The tool loop's turn timeout (600 s by default): the longest a turn may take, and when the
-# sweeper ends one that a fault left unfinished (the soak's own turns take under a second).
-TURN_TIMEOUT = 60
-# A key with this budget sends BURST requests at once, each priced one dollar, on both replicas
-# and on the routes that spend (chat, streams, Responses): what got through is what it spent.
-BUDGET = 5.0
-PRICE = 1.0
-BURST = 30
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -83,87 +74,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--faults", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--output", type=Path, default=REPORT)
     return parser.parse_args(argv)
-
-
-def config(database_url: str, redis_url: str, fake_url: str, tool_url: str) -> dict[str, object]:
-    upstream = {"provider": "openai", "base_url": f"{fake_url}/v1", "api_key_env": "SOAK_KEY"}
-    return {
-        "database_url": database_url,
-        "redis_url": redis_url,
-        "redis_key_prefix": f"soak-{uuid.uuid4().hex[:8]}:",
-        "log_level": "warning",
-        "tool_loop": {"turn_timeout_seconds": TURN_TIMEOUT},
-        "models": [
-            {"name": "chat", **upstream},
-            {"name": "embed", "kind": "embedding", **upstream},
-            {"name": "priced", "price": {"per_request": PRICE}, **upstream},
-            {
-                "name": "agent",
-                "provider": "mock",
-                "script": [
-                    {"tool_calls": [{"name": "record", "arguments": {"label": "soak"}}]},
-                    {"text": "done: {last_tool_result}"},
-                ],
-            },
-        ],
-        "mcp_servers": [
-            {
-                "name": "counting",
-                "transport": "streamable_http",
-                "url": tool_url,
-                "trusted": True,
-                "roles": ["user"],
-                "call_timeout": 10,
-                "tools": {"record": {"requires_approval": True}},
-            }
-        ],
-    }
-
-
-@dataclass
-class Replica:
-    name: str
-    port: int
-    config: Path
-    process: subprocess.Popen[bytes] | None = None
-    started_at: float = 0.0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        command = [str(ROOT / ".venv/bin/llm-gateway"), "serve", "--config", str(self.config)]
-        command += ["--host", "127.0.0.1", "--port", str(self.port), "--workers", "1"]
-        env = {**os.environ, "SOAK_KEY": "sk-upstream", "GATEWAY_ADMIN_KEY": ADMIN_KEY}
-        log = self.config.with_name(f"{self.name}.log").open("ab")
-        self.process = subprocess.Popen(command, env=env, stdout=log, stderr=log)
-        self.started_at = time.monotonic()
-
-    def wait_ready(self, timeout: float = 90.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
-                    return
-            time.sleep(0.2)
-        raise RuntimeError(f"replica {self.name} did not become ready")
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def rss_mb(self) -> float:
-        return procstat.sample(self.process.pid).rss_mb if self.process else 0.0
 
 
 @dataclass
@@ -429,126 +339,6 @@ class Soak:
         await asyncio.gather(*jobs)
 
 
-async def _database_counts(database_url: str, workdir: Path) -> dict[str, int]:
-    dsn = database_url.replace("postgresql+asyncpg", "postgresql")
-    connection = await asyncpg.connect(dsn)
-    try:
-        routes = sorted(set(MODEL_ROUTES.values()))
-        rows = await connection.fetch(
-            "SELECT request_id FROM usage_records WHERE status_code = 200 AND route = ANY($1) "
-            "AND api_key_id = (SELECT id FROM api_keys WHERE name = 'soak')",
-            routes,
-        )
-        (workdir / "usage_request_ids.json").write_text(json.dumps([r[0] for r in rows]))
-        interrupted = await connection.fetchval(
-            "SELECT count(*) FROM conversation_events "
-            "WHERE type = 'error' AND data->>'code' = 'turn_interrupted'"
-        )
-        states = dict(
-            await connection.fetch(
-                "SELECT state, count(*) FROM tool_calls WHERE tool_name = 'record' GROUP BY state"
-            )
-        )
-        odd = await connection.fetch(
-            "SELECT id, state, left(result, 300) AS result, started_at, finished_at "
-            "FROM tool_calls WHERE tool_name = 'record' AND state <> 'succeeded' "
-            "ORDER BY created_at"
-        )
-        (workdir / "record_calls_not_succeeded.json").write_text(
-            json.dumps([dict(row) for row in odd], default=str, indent=1)
-        )
-        unfinished = await connection.fetchval(
-            "SELECT count(*) FROM conversations WHERE status <> 'idle'"
-        )
-    finally:
-        await connection.close()
-    return {
-        "usage": len(rows),
-        "unfinished": unfinished,
-        "interrupted": interrupted,
-        **{str(k): int(v) for k, v in states.items()},
-    }
-
-
-def _create_key(replica: Replica, name: str, limits: dict[str, float] | None = None) -> str:
-    response = httpx.post(
-        f"{replica.url}/v1/admin/keys",
-        json={"name": name, "roles": ["user"], "limits": limits},
-        headers={"Authorization": f"Bearer {ADMIN_KEY}"},
-        timeout=30,
-    )
-    response.raise_for_status()
-    key: str = response.json()["key"]
-    return key
-
-
-def _usage_note(soak: Soak, usage_ids: set[str]) -> str:
-    """Which requests lack a usage row (or which rows lack a request), and whether each was
-    answered by replica 2 in the seconds before its kill -9: the recorder writes in batches
-    (``usage_flush_seconds``, 1 s), and a killed process loses the batch it held."""
-    served = {
-        o.request_id: o
-        for o in soak.outcomes
-        if o.kind in MODEL_ROUTES and o.status == 200 and o.request_id
-    }
-    missing = [served[rid] for rid in served.keys() - usage_ids]
-    extra = len(usage_ids - served.keys())
-    if not missing and not extra:
-        return ""
-
-    def before_a_kill(outcome: Outcome) -> bool:
-        end = outcome.started + outcome.seconds
-        return outcome.replica == "replica-2" and any(0 <= k - end <= 3 for k in soak.kills)
-
-    killed = sum(1 for outcome in missing if before_a_kill(outcome))
-    return (
-        f"; {len(missing)} answered without a row ({killed} of them answered by replica 2 in "
-        f"the 3 s before its kill -9), {extra} rows for no answered request"
-    )
-
-
-def evaluate(
-    soak: Soak, counts: dict[str, int], usage_ids: set[str], executions: int
-) -> list[checks.Check]:
-    served = sum(1 for o in soak.outcomes if o.kind in MODEL_ROUTES and o.status == 200)
-    warm = None  # without faults, the first third of the samples
-    if soak.warmed_at is not None:
-        warm = next((n for n, t in enumerate(soak.sampled_at) if t >= soak.warmed_at), None)
-    results = [
-        checks.every_request_answered(soak.outcomes, TIMEOUT),
-        checks.tool_calls_exactly_once(
-            executions,
-            counts.get("succeeded", 0),
-            counts.get("unknown_outcome", 0) + counts.get("timed_out", 0),
-        ),
-        checks.usage_rows_present(counts["usage"], served, _usage_note(soak, usage_ids)),
-        checks.budget_held(soak.budget_spent, BUDGET, PRICE),
-        checks.flat_after_warmup("RSS (replica 1)", soak.rss, "MB", 0.10, warm),
-        checks.flat_after_warmup("/metrics size", soak.metrics_kb, "KiB", 0.10, warm),
-        checks.Check(
-            "every conversation's turn finished",
-            counts["unfinished"] == 0,
-            f"{len(soak.conversations)} conversations, {counts['unfinished']} not idle at the end; "
-            f"{counts['interrupted']} ended by the sweeper at the turn timeout "
-            f"({TURN_TIMEOUT} s)",
-        ),
-    ]
-    results += [checks.recovered(name, s, RECOVERY_LIMIT) for name, s in soak.recoveries.items()]
-    return results
-
-
-def report(args: argparse.Namespace, soak: Soak, results: list[checks.Check]) -> str:
-    kinds = ", ".join(KINDS)
-    faults = "every fault below" if args.faults else "no faults"
-    return (
-        f"{_BEGIN}\n"
-        f"Run of `python -m bench.soak --minutes {args.minutes:g} --rate {args.rate:g}` "
-        f"({time.strftime('%Y-%m-%d')}; the default is 10 minutes): {len(soak.outcomes)} "
-        f"requests ({kinds}), two replicas on PostgreSQL and Redis, {faults}.\n\n"
-        f"{checks.table(results)}{_END}"
-    )
-
-
 def soak(args: argparse.Namespace, workdir: Path) -> bool:
     """Runs the soak, writes its table; whether every invariant held."""
     fake = FakeOpenAI()
@@ -575,9 +365,9 @@ def soak(args: argparse.Namespace, workdir: Path) -> bool:
                 tool_server,
                 postgres,
                 redis,
-                user_key=_create_key(replicas[0], "soak"),
-                probe_key=_create_key(replicas[0], "probe"),
-                budget_key=_create_key(replicas[0], "budgeted", {"budget_per_day": BUDGET}),
+                user_key=create_key(replicas[0], "soak"),
+                probe_key=create_key(replicas[0], "probe"),
+                budget_key=create_key(replicas[0], "budgeted", {"budget_per_day": BUDGET}),
             )
             print(
                 f"soak: {args.minutes:g} min at {args.rate:g}/s; PostgreSQL on port "
@@ -586,7 +376,7 @@ def soak(args: argparse.Namespace, workdir: Path) -> bool:
             )
             asyncio.run(run.run())
             time.sleep(3)  # the usage batches' flush interval, and a margin
-            counts = asyncio.run(_database_counts(postgres.url, workdir))
+            counts = asyncio.run(database_counts(postgres.url, workdir))
             usage_ids = set(json.loads((workdir / "usage_request_ids.json").read_text()))
         finally:
             for replica in replicas:
@@ -599,8 +389,8 @@ def soak(args: argparse.Namespace, workdir: Path) -> bool:
     for number, page in enumerate(run.metrics_pages):  # to show what grew, and when
         (workdir / f"metrics-{run.sampled_at[number]:04.0f}s.txt").write_text(page)
     document = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
-    if _BEGIN in document:
-        start, end = document.index(_BEGIN), document.index(_END) + len(_END)
+    if BEGIN in document:
+        start, end = document.index(BEGIN), document.index(END) + len(END)
         document = document[:start] + section + document[end:]
     else:
         document += f"\n## Soak results\n\n{section}\n"
