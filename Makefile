@@ -102,8 +102,9 @@ bench-usage: install
 	$(BIN)/python -m bench.usage
 
 # Two replicas on PostgreSQL and Redis under mixed traffic with faults on a schedule; checks the
-# invariants and writes them into docs/reliability.md (bench/soak.py). Not part of `make test`:
-# it restarts this machine's PostgreSQL and stops its Redis for 30 s.
+# invariants and writes them into docs/reliability.md (bench/soak.py). Not part of `make test`
+# (it takes SOAK_MINUTES). It starts a PostgreSQL and a Redis of its own on free loopback ports and
+# breaks only those (bench/soak_services.py); the machine's 5432 and 6379 are never touched.
 SOAK_MINUTES ?= 10
 soak: install
 	$(BIN)/python -m bench.soak --minutes $(SOAK_MINUTES)

@@ -3,19 +3,23 @@
     make soak                                         # 10 minutes, writes docs/reliability.md
     .venv/bin/python -m bench.soak --minutes 2 --rate 6
 
-Two ``llm-gateway serve --workers 1`` replicas share a fresh PostgreSQL database (127.0.0.1:5432)
-and Redis (127.0.0.1:6379, a prefix of their own), in front of the project's fakes: the fake
+Two ``llm-gateway serve --workers 1`` replicas share a PostgreSQL and a Redis of the soak's own
+(``bench/soak_services.py``: a fresh cluster from ``initdb`` and a ``redis-server``, each on a free
+loopback port, removed on exit), in front of the project's fakes: the fake
 OpenAI server (tests/support/fake_openai.py) for chat, streams, Responses and embeddings, and the
 counting MCP server (tests/support/counting_mcp_server.py), which notes every execution, for
 conversations whose mock model calls a tool that needs an admin's approval, and for ``/mcp``.
 Traffic goes at a steady rate, round robin over the kinds, to either replica (the other one when
 a connection is refused, as a Service would), at most ``--max-requests``. Faults, in order, at
-even intervals: upstream 500s, upstream 429s, a tool server that hangs (SIGSTOP), kill -9 of a
-replica (restarted), PostgreSQL restarted, Redis stopped for 30 s. Then the invariants
-(``bench/soak_checks.py``) are checked and written as a table into docs/reliability.md.
+even intervals, the whole schedule twice: upstream 500s, upstream 429s, a tool server that
+hangs (SIGSTOP), kill -9 of a replica (restarted), PostgreSQL restarted (``pg_ctl restart -m
+fast``), PostgreSQL crashed and restarted (``-m immediate``), Redis stopped for 30 s. Then the
+invariants (``bench/soak_checks.py``) are checked and written as a table into
+docs/reliability.md (``bench/soak_results.py``); the deployment is ``bench/soak_setup.py``.
 
-It restarts the machine's PostgreSQL and Redis: other work on the machine sees that. Both are
-always started again, whatever happens.
+The faults hit only the soak's own servers: the machine's shared PostgreSQL (127.0.0.1:5432) and
+Redis (6379), which other test runs use, are never touched. Everything the soak started is stopped
+and removed when it ends, on failure and Ctrl-C too; its logs are kept only when it failed.
 """
 
 from __future__ import annotations
@@ -24,52 +28,42 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import asyncpg
 import httpx
 import yaml
 
-from bench import procstat
-from bench import soak_checks as checks
 from bench.soak_checks import Outcome
-from tests.support.databases import postgres_database
+from bench.soak_results import BEGIN, END, database_counts, evaluate, report
+from bench.soak_services import Postgres, Redis, own_services
+from bench.soak_setup import (
+    ADMIN_KEY,
+    BUDGET,
+    BURST,
+    KINDS,
+    PRICE,
+    RECOVERY_LIMIT,
+    REPORT,
+    ROOT,
+    TIMEOUT,
+    TURN_TIMEOUT,
+    Replica,
+    config,
+    create_key,
+)
 from tests.support.fake_openai import FakeOpenAI, FakeReply
 from tests.support.mcp_servers import ServerProcess, counting_server, free_port
 from tests.support.servers import serve
 
-ROOT = Path(__file__).resolve().parent.parent
-REPORT = ROOT / "docs" / "reliability.md"
-_BEGIN, _END = "<!-- soak results -->", "<!-- end of soak results -->"
-ADMIN_KEY = "sk-soak-admin-" + uuid.uuid4().hex
-TIMEOUT = 60.0  # per request: a longer wait is a hang
-KINDS = ("chat", "stream", "responses", "embeddings", "conversation", "mcp")
-MODEL_ROUTES = {
-    "chat": "/v1/chat/completions",
-    "stream": "/v1/chat/completions",
-    "responses": "/v1/responses",
-    "embeddings": "/v1/embeddings",
-}
-REDIS_START = [
-    "redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1", "--port", "6379",
-    "--save", "", "--appendonly", "no", "--dir", "/var/lib/redis",
-    "--logfile", "/var/log/redis/ci.log",
-]  # fmt: skip
-RECOVERY_LIMIT = 60.0
-# A key with this budget sends BURST requests at once, each priced one dollar, on both replicas
-# and on the routes that spend (chat, streams, Responses): what got through is what it spent.
-BUDGET = 5.0
-PRICE = 1.0
-BURST = 30
+ROUNDS = 2  # of the whole fault schedule
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -82,93 +76,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def config(database_url: str, fake_url: str, tool_url: str) -> dict[str, object]:
-    upstream = {"provider": "openai", "base_url": f"{fake_url}/v1", "api_key_env": "SOAK_KEY"}
-    return {
-        "database_url": database_url,
-        "redis_url": "redis://127.0.0.1:6379/0",
-        "redis_key_prefix": f"soak-{uuid.uuid4().hex[:8]}:",
-        "log_level": "warning",
-        "models": [
-            {"name": "chat", **upstream},
-            {"name": "embed", "kind": "embedding", **upstream},
-            {"name": "priced", "price": {"per_request": PRICE}, **upstream},
-            {
-                "name": "agent",
-                "provider": "mock",
-                "script": [
-                    {"tool_calls": [{"name": "record", "arguments": {"label": "soak"}}]},
-                    {"text": "done: {last_tool_result}"},
-                ],
-            },
-        ],
-        "mcp_servers": [
-            {
-                "name": "counting",
-                "transport": "streamable_http",
-                "url": tool_url,
-                "trusted": True,
-                "roles": ["user"],
-                "call_timeout": 10,
-                "tools": {"record": {"requires_approval": True}},
-            }
-        ],
-    }
-
-
-@dataclass
-class Replica:
-    name: str
-    port: int
-    config: Path
-    process: subprocess.Popen[bytes] | None = None
-    started_at: float = 0.0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        command = [str(ROOT / ".venv/bin/llm-gateway"), "serve", "--config", str(self.config)]
-        command += ["--host", "127.0.0.1", "--port", str(self.port), "--workers", "1"]
-        env = {**os.environ, "SOAK_KEY": "sk-upstream", "GATEWAY_ADMIN_KEY": ADMIN_KEY}
-        log = self.config.with_name(f"{self.name}.log").open("ab")
-        self.process = subprocess.Popen(command, env=env, stdout=log, stderr=log)
-        self.started_at = time.monotonic()
-
-    def wait_ready(self, timeout: float = 90.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
-                    return
-            time.sleep(0.2)
-        raise RuntimeError(f"replica {self.name} did not become ready")
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def rss_mb(self) -> float:
-        return procstat.sample(self.process.pid).rss_mb if self.process else 0.0
-
-
 @dataclass
 class Soak:
     args: argparse.Namespace
     replicas: list[Replica]
     fake: FakeOpenAI
     tool_server: ServerProcess
+    postgres: Postgres
+    redis: Redis
     user_key: str = ""
+    probe_key: str = ""
     budget_key: str = ""
     budget_spent: float = 0.0
     began: float = field(default_factory=time.monotonic)
@@ -176,6 +93,13 @@ class Soak:
     recoveries: dict[str, float | None] = field(default_factory=dict)
     rss: list[float] = field(default_factory=list)
     metrics_kb: list[float] = field(default_factory=list)
+    metrics_pages: list[str] = field(default_factory=list)  # kept to show what grew
+    sampled_at: list[float] = field(default_factory=list)
+    fault_round: int = 0
+    kills: list[float] = field(default_factory=list)  # when replica 2 was killed
+    # The end of the faults' first round: each status, error type and tool-call state the
+    # faults produce has had its metric series made once by then. None: no faults.
+    warmed_at: float | None = None
     conversations: list[str] = field(default_factory=list)
 
     def now(self) -> float:
@@ -187,19 +111,27 @@ class Soak:
         started = self.now()
         first, second = self.replicas[number % 2], self.replicas[(number + 1) % 2]
         status: int | None = None
-        error: str | None = None
+        error = request_id = None
+        served_by = first.name
         try:
             async with asyncio.timeout(TIMEOUT):
                 try:
-                    status = await self.request(client, first.url, kind)
+                    status, request_id = await self.request(client, first.url, kind, self.user_key)
                 except httpx.ConnectError:  # the replica is down: the other one, as a Service
-                    status = await self.request(client, second.url, kind)
+                    served_by = second.name
+                    status, request_id = await self.request(client, second.url, kind, self.user_key)
         except (httpx.HTTPError, TimeoutError) as exc:
             error = type(exc).__name__
-        self.outcomes.append(Outcome(kind, started, self.now() - started, status, error))
+        ended = self.now()
+        self.outcomes.append(
+            Outcome(kind, started, ended - started, status, error, request_id, served_by)
+        )
 
-    async def request(self, client: httpx.AsyncClient, url: str, kind: str) -> int:
-        headers = {"Authorization": f"Bearer {self.user_key}"}
+    async def request(
+        self, client: httpx.AsyncClient, url: str, kind: str, key: str
+    ) -> tuple[int, str | None]:
+        """The status, and the gateway's request id (which its usage row carries)."""
+        headers = {"Authorization": f"Bearer {key}"}
         messages = [{"role": "user", "content": "hello"}]
         if kind in ("chat", "stream"):
             body = {"model": "chat", "messages": messages, "stream": kind == "stream"}
@@ -208,38 +140,34 @@ class Soak:
             ) as response:
                 async for _ in response.aiter_bytes():
                     pass
-                return response.status_code
-        if kind == "responses":
+        elif kind == "responses":
             body = {"model": "chat", "input": "hello", "store": False}
-            return (
-                await client.post(f"{url}/v1/responses", json=body, headers=headers)
-            ).status_code
-        if kind == "embeddings":
+            response = await client.post(f"{url}/v1/responses", json=body, headers=headers)
+        elif kind == "embeddings":
             body = {"model": "embed", "input": "hello"}
             response = await client.post(f"{url}/v1/embeddings", json=body, headers=headers)
-            return response.status_code
-        if kind == "conversation":
-            made = await client.post(
+        elif kind == "conversation":
+            response = await client.post(
                 f"{url}/v1/conversations", json={"model": "agent"}, headers=headers
             )
-            if made.status_code != 201:
-                return made.status_code
-            conversation_id = made.json()["id"]
-            self.conversations.append(conversation_id)
-            turn = await client.post(
-                f"{url}/v1/conversations/{conversation_id}/messages",
-                json={"content": "record it"},
-                headers=headers,
-            )
-            return turn.status_code
-        call = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": "echo", "arguments": {"text": "soak"}},
-        }
-        mcp_headers = {**headers, "Accept": "application/json, text/event-stream"}
-        return (await client.post(f"{url}/mcp", json=call, headers=mcp_headers)).status_code
+            if response.status_code == 201:
+                conversation_id = response.json()["id"]
+                self.conversations.append(conversation_id)
+                response = await client.post(
+                    f"{url}/v1/conversations/{conversation_id}/messages",
+                    json={"content": "record it"},
+                    headers=headers,
+                )
+        else:
+            call = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "soak"}},
+            }
+            mcp_headers = {**headers, "Accept": "application/json, text/event-stream"}
+            response = await client.post(f"{url}/mcp", json=call, headers=mcp_headers)
+        return response.status_code, response.headers.get("x-request-id")
 
     async def budget_burst(self) -> None:
         """BURST priced requests at once, split over both replicas and the spending routes."""
@@ -300,7 +228,9 @@ class Soak:
                 with contextlib.suppress(httpx.HTTPError):
                     page = await client.get(f"{self.replicas[0].url}/metrics")
                     self.metrics_kb.append(len(page.content) / 1024)
+                    self.metrics_pages.append(page.text)
                     self.rss.append(self.replicas[0].rss_mb())
+                    self.sampled_at.append(self.now())
                 await asyncio.sleep(5)
 
     # --- faults ----------------------------------------------------------------------------
@@ -310,12 +240,15 @@ class Soak:
         async with httpx.AsyncClient(timeout=10) as client:
             for target in targets:
                 with contextlib.suppress(httpx.HTTPError, TimeoutError):
-                    if await self.request(client, target.url, kind) in (200, 201):
+                    # A key of their own: the soak's key counts usage against its traffic alone.
+                    status, _ = await self.request(client, target.url, kind, self.probe_key)
+                    if status in (200, 201):
                         return True
         return False
 
     async def recovery(self, name: str, kind: str, replica: Replica | None = None) -> None:
         """Seconds from the fault's end until a request of ``kind`` succeeds again."""
+        name = f"{name}, round {self.fault_round}"
         start = time.monotonic()
         while time.monotonic() - start < RECOVERY_LIMIT * 2:
             if await self.probe(kind, replica):
@@ -344,24 +277,21 @@ class Soak:
     async def kill_replica(self) -> None:
         victim = self.replicas[1]
         victim.kill()
+        self.kills.append(self.now())
         await asyncio.sleep(1)
         victim.start()  # as Kubernetes restarts a dead pod
         await self.recovery("kill -9 of a replica (restarted at once)", "chat", victim)
 
-    async def restart_postgres(self) -> None:
-        clusters = os.listdir("/etc/postgresql")
-        command = ["pg_ctlcluster", "--skip-systemctl-redirect", clusters[0], "main", "restart"]
-        await asyncio.to_thread(subprocess.run, command, check=True)
-        await self.recovery("PostgreSQL restart", "conversation")
+    async def restart_postgres(self, mode: str, name: str) -> None:
+        await asyncio.to_thread(self.postgres.restart, mode)
+        await self.recovery(name, "conversation")
 
     async def stop_redis(self, seconds: float) -> None:
-        await asyncio.to_thread(
-            subprocess.run, ["redis-cli", "-p", "6379", "shutdown", "nosave"], check=False
-        )
+        await asyncio.to_thread(self.redis.stop)
         try:
             await asyncio.sleep(seconds)
         finally:
-            await asyncio.to_thread(subprocess.run, REDIS_START, check=True)
+            await asyncio.to_thread(self.redis.start)
         await self.recovery(f"Redis stopped for {seconds:g} s", "chat")
 
     async def faults(self, until: float) -> None:
@@ -370,21 +300,37 @@ class Soak:
             ("upstream 429", lambda: self.upstream_outage(429, 10)),
             ("tool server hangs", lambda: self.tool_server_hangs(20)),
             ("kill -9", self.kill_replica),
-            ("PostgreSQL restart", self.restart_postgres),
+            (
+                "PostgreSQL restart",
+                lambda: self.restart_postgres("fast", "PostgreSQL restart (fast shutdown)"),
+            ),
+            (
+                "PostgreSQL crash",
+                lambda: self.restart_postgres("immediate", "PostgreSQL crash (immediate restart)"),
+            ),
             ("Redis stopped", lambda: self.stop_redis(30)),
         ]
-        # Spread so that the last one (Redis, 30 s) ends while traffic still runs.
-        interval = max(until - 40, 1) / len(schedule)
-        for number, (name, fault) in enumerate(schedule, start=1):
-            await asyncio.sleep(max(0.0, number * interval - self.now()))
-            print(f"{self.now():6.0f} s  fault: {name}", flush=True)
+        # Every fault twice: the first round is part of the warm-up (a status or tool-call state
+        # seen for the first time adds its metric series once); the second shows whether any
+        # fault leaves something growing. Spread so that the last one (Redis, 30 s) ends while
+        # traffic still runs.
+        interval = max(until - 40, 1) / (len(schedule) * ROUNDS)
+        for number in range(len(schedule) * ROUNDS):
+            self.fault_round = number // len(schedule) + 1
+            name, fault = schedule[number % len(schedule)]
+            await asyncio.sleep(max(0.0, (number + 1) * interval - self.now()))
+            print(f"{self.now():6.0f} s  fault: {name} (round {self.fault_round})", flush=True)
             await fault()
+            if number == len(schedule) - 1:
+                self.warmed_at = self.now()
 
     async def run(self) -> None:
         until = self.args.minutes * 60
         jobs = [
             self.traffic(until),
-            self.approver(until + 30),
+            # Past the traffic, past the turn timeout: a turn cut short by a fault is ended by
+            # the sweeper by then, or never.
+            self.approver(until + TURN_TIMEOUT + 15),
             self.sampler(until),
             self.budget_burst(),
         ]
@@ -393,105 +339,18 @@ class Soak:
         await asyncio.gather(*jobs)
 
 
-async def _database_counts(database_url: str) -> dict[str, int]:
-    dsn = database_url.replace("postgresql+asyncpg", "postgresql")
-    connection = await asyncpg.connect(dsn)
-    try:
-        routes = sorted(set(MODEL_ROUTES.values()))
-        usage = await connection.fetchval(
-            "SELECT count(*) FROM usage_records WHERE status_code = 200 AND route = ANY($1) "
-            "AND api_key_id = (SELECT id FROM api_keys WHERE name = 'soak')",
-            routes,
-        )
-        states = dict(
-            await connection.fetch(
-                "SELECT state, count(*) FROM tool_calls WHERE tool_name = 'record' GROUP BY state"
-            )
-        )
-        unfinished = await connection.fetchval(
-            "SELECT count(*) FROM conversations WHERE status <> 'idle'"
-        )
-    finally:
-        await connection.close()
-    return {"usage": usage, "unfinished": unfinished, **{str(k): int(v) for k, v in states.items()}}
-
-
-def _create_key(replica: Replica, name: str, limits: dict[str, float] | None = None) -> str:
-    response = httpx.post(
-        f"{replica.url}/v1/admin/keys",
-        json={"name": name, "roles": ["user"], "limits": limits},
-        headers={"Authorization": f"Bearer {ADMIN_KEY}"},
-        timeout=30,
-    )
-    response.raise_for_status()
-    key: str = response.json()["key"]
-    return key
-
-
-@contextlib.contextmanager
-def _services_left_running() -> Iterator[None]:
-    """PostgreSQL and Redis are up again afterwards, whatever the soak did to them."""
-    try:
-        yield
-    finally:
-        ping = subprocess.run(["redis-cli", "-p", "6379", "ping"], capture_output=True, check=False)
-        if b"PONG" not in ping.stdout:
-            subprocess.run(REDIS_START, check=False)
-        clusters = os.listdir("/etc/postgresql")
-        status = ["pg_ctlcluster", "--skip-systemctl-redirect", clusters[0], "main", "status"]
-        if subprocess.run(status, capture_output=True, check=False).returncode != 0:
-            subprocess.run([*status[:-1], "start"], check=False)
-
-
-def evaluate(soak: Soak, counts: dict[str, int], executions: int) -> list[checks.Check]:
-    served = sum(1 for o in soak.outcomes if o.kind in MODEL_ROUTES and o.status == 200)
-    results = [
-        checks.every_request_answered(soak.outcomes, TIMEOUT),
-        checks.tool_calls_exactly_once(
-            executions,
-            counts.get("succeeded", 0),
-            counts.get("unknown_outcome", 0) + counts.get("timed_out", 0),
-        ),
-        checks.usage_rows_present(counts["usage"], served),
-        checks.budget_held(soak.budget_spent, BUDGET, PRICE),
-        checks.flat_after_warmup("RSS (replica 1)", soak.rss, "MB", 0.10),
-        checks.flat_after_warmup("/metrics size", soak.metrics_kb, "KiB", 0.10),
-        checks.Check(
-            "every conversation's turn finished",
-            counts["unfinished"] == 0,
-            f"{len(soak.conversations)} conversations, {counts['unfinished']} not idle at the end",
-        ),
-    ]
-    results += [checks.recovered(name, s, RECOVERY_LIMIT) for name, s in soak.recoveries.items()]
-    return results
-
-
-def report(args: argparse.Namespace, soak: Soak, results: list[checks.Check]) -> str:
-    kinds = ", ".join(KINDS)
-    faults = "every fault below" if args.faults else "no faults"
-    return (
-        f"{_BEGIN}\n"
-        f"Run of `python -m bench.soak --minutes {args.minutes:g} --rate {args.rate:g}` "
-        f"({time.strftime('%Y-%m-%d')}; the default is 10 minutes): {len(soak.outcomes)} "
-        f"requests ({kinds}), two replicas on PostgreSQL and Redis, {faults}.\n\n"
-        f"{checks.table(results)}{_END}"
-    )
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    workdir = Path(tempfile.mkdtemp(prefix="soak-"))
+def soak(args: argparse.Namespace, workdir: Path) -> bool:
+    """Runs the soak, writes its table; whether every invariant held."""
     fake = FakeOpenAI()
     executions = workdir / "executions.txt"
     executions.touch()
     with (
-        _services_left_running(),
-        postgres_database() as database_url,
+        own_services(workdir) as (postgres, redis),
         serve(fake.app()) as fake_url,
         counting_server(executions) as (tool_url, tool_server),
     ):
         path = workdir / "gateway.yaml"
-        path.write_text(yaml.safe_dump(config(database_url, fake_url, tool_url)))
+        path.write_text(yaml.safe_dump(config(postgres.url, redis.url, fake_url, tool_url)))
         gateway = str(ROOT / ".venv/bin/llm-gateway")
         subprocess.run([gateway, "migrate", "--config", str(path)], check=True)
         replicas = [Replica(f"replica-{n}", free_port(), path) for n in (1, 2)]
@@ -499,34 +358,60 @@ def main(argv: list[str] | None = None) -> int:
             for replica in replicas:  # one after the other: see issue 32 item 1
                 replica.start()
                 replica.wait_ready()
-            soak = Soak(
+            run = Soak(
                 args,
                 replicas,
                 fake,
                 tool_server,
-                user_key=_create_key(replicas[0], "soak"),
-                budget_key=_create_key(replicas[0], "budgeted", {"budget_per_day": BUDGET}),
+                postgres,
+                redis,
+                user_key=create_key(replicas[0], "soak"),
+                probe_key=create_key(replicas[0], "probe"),
+                budget_key=create_key(replicas[0], "budgeted", {"budget_per_day": BUDGET}),
             )
-            print(f"soak: {args.minutes:g} min at {args.rate:g}/s, logs in {workdir}", flush=True)
-            asyncio.run(soak.run())
+            print(
+                f"soak: {args.minutes:g} min at {args.rate:g}/s; PostgreSQL on port "
+                f"{postgres.port}, Redis on {redis.port}; logs in {workdir}",
+                flush=True,
+            )
+            asyncio.run(run.run())
             time.sleep(3)  # the usage batches' flush interval, and a margin
-            counts = asyncio.run(_database_counts(database_url))
+            counts = asyncio.run(database_counts(postgres.url, workdir))
+            usage_ids = set(json.loads((workdir / "usage_request_ids.json").read_text()))
         finally:
             for replica in replicas:
                 replica.stop()
         done = len(executions.read_text().splitlines())
-    results = evaluate(soak, counts, done)
-    section = report(args, soak, results)
+    results = evaluate(run, counts, usage_ids, done)
+    section = report(args, run, results)
     print(section)
-    (workdir / "outcomes.json").write_text(json.dumps([asdict(o) for o in soak.outcomes]))
+    (workdir / "outcomes.json").write_text(json.dumps([asdict(o) for o in run.outcomes]))
+    for number, page in enumerate(run.metrics_pages):  # to show what grew, and when
+        (workdir / f"metrics-{run.sampled_at[number]:04.0f}s.txt").write_text(page)
     document = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
-    if _BEGIN in document:
-        start, end = document.index(_BEGIN), document.index(_END) + len(_END)
+    if BEGIN in document:
+        start, end = document.index(BEGIN), document.index(END) + len(END)
         document = document[:start] + section + document[end:]
     else:
         document += f"\n## Soak results\n\n{section}\n"
     args.output.write_text(document, encoding="utf-8")
-    return 0 if all(check.held for check in results) else 1
+    return all(check.held for check in results)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    # A plain kill ends the soak as Ctrl-C does: through its clean-up.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    workdir = Path(tempfile.mkdtemp(prefix="soak-"))
+    held = False
+    try:
+        held = soak(args, workdir)
+    finally:
+        if held:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            print(f"soak: failed or interrupted; its logs are kept in {workdir}", file=sys.stderr)
+    return 0 if held else 1
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ class Outcome:
     seconds: float
     status: int | None
     error: str | None = None
+    request_id: str | None = None  # the gateway's, from x-request-id
+    replica: str | None = None  # the one that answered
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,22 +60,28 @@ def tool_calls_exactly_once(executions: int, succeeded: int, unknown: int) -> Ch
     )
 
 
-def usage_rows_present(rows: int, served: int) -> Check:
-    """A usage row for every model request the callers saw served (200)."""
+def usage_rows_present(rows: int, served: int, note: str = "") -> Check:
+    """A usage row for every model request the callers saw served (200); ``note`` says which
+    are missing, when some are."""
     return Check(
         "every usage row present",
         rows == served,
         f"{rows} usage rows with status 200 for {served} model requests answered 200"
-        + ("" if rows == served else f" ({rows - served:+d})"),
+        + ("" if rows == served else f" ({rows - served:+d})")
+        + note,
     )
 
 
-def flat_after_warmup(name: str, samples: Sequence[float], unit: str, tolerance: float) -> Check:
-    """The last sample within ``tolerance`` (a fraction) of the first after warm-up; the first
-    third of the samples is the warm-up."""
-    if len(samples) < 3:
+def flat_after_warmup(
+    name: str, samples: Sequence[float], unit: str, tolerance: float, warmup: int | None = None
+) -> Check:
+    """The last sample within ``tolerance`` (a fraction) of the first after warm-up: the one at
+    index ``warmup``, by default the first after the first third of the samples."""
+    if warmup is None:
+        warmup = len(samples) // 3
+    if len(samples) < 3 or warmup > len(samples) - 2:
         return Check(f"{name} flat after warm-up", False, f"{len(samples)} samples: too few")
-    warm = samples[len(samples) // 3]
+    warm = samples[warmup]
     last = samples[-1]
     grown = last / warm - 1 if warm else 0.0
     return Check(

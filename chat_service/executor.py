@@ -21,6 +21,7 @@ from chat_service.transitions import (
     Approve,
     Hold,
     Identity,
+    Lose,
     Outcome,
     PendingAudit,
     Settle,
@@ -246,6 +247,8 @@ class ToolExecutor:
         ended = Outcome(result.content, result.is_error, self._clock(), images=images)
         if timed_out or result.timed_out:
             settle: Transition = TimeOut(ended=ended, prior=checked)
+        elif result.outcome_unknown:
+            settle = Lose(ended=ended, prior=checked)
         else:
             settle = Settle(ended=ended, prior=checked)
         return settle, await self._calls.move(call.record_id, settle)

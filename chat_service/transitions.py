@@ -385,7 +385,8 @@ class TimeOut(_Ending):
 
 @dataclass(frozen=True, kw_only=True)
 class Lose(_Ending):
-    """The process running the call died: it is never run again, its outcome is unknown."""
+    """The process running the call died, or the connection to its server died while the call
+    was out: it is never run again, its outcome is unknown."""
 
     edge = Edge.LOSE
     event = ToolCallCompleted

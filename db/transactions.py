@@ -33,8 +33,9 @@ from functools import lru_cache
 from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 import asyncpg
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.util import greenlet_spawn
 
 T = TypeVar("T")
@@ -118,7 +119,7 @@ class Transactions:
         PostgreSQL makes every commit durable already."""
         # The pool's connection itself, without SQLAlchemy's Connection around it (its
         # set-up and shielded close cost more than a small statement).
-        connection = await self._engine.raw_connection()
+        connection = await self._connect()
         try:
             driver: Any = connection.driver_connection
             if self._sqlite:
@@ -138,6 +139,19 @@ class Transactions:
                 raise
         finally:
             await greenlet_spawn(connection.close)
+
+    async def _connect(self) -> PoolProxiedConnection:
+        """A pool connection. ``raw_connection`` passes on the driver's own error where
+        ``Engine.connect`` wraps it: a server refusing the connection (PostgreSQL starting up or
+        shutting down) raised an error outside ``DATABASE_ERRORS``, which stopped the loops that
+        catch those (the usage recorder). Wrapped here as SQLAlchemy's ``DBAPIError``."""
+        dbapi = self._engine.dialect.loaded_dbapi
+        try:
+            return await self._engine.raw_connection()
+        except dbapi.Error as exc:
+            raise DBAPIError.instance(
+                None, None, exc, dbapi.Error, dialect=self._engine.dialect
+            ) from exc
 
     async def read(self, sql: str, *parameters: Any) -> Rows:
         """One statement's rows, outside a transaction."""

@@ -21,6 +21,12 @@ def error_result(message: str) -> ToolResult:
     return ToolResult(content=message, is_error=True)
 
 
+def lost_result(message: str) -> ToolResult:
+    """The connection died while the call was out: it may have run, so it is never reported as
+    a plain failure (which says it did not, and invites running it again)."""
+    return ToolResult(content=message, is_error=True, outcome_unknown=True)
+
+
 def truncate(result: ToolResult, max_chars: int) -> ToolResult:
     """Cut the text to ``max_chars`` and say so, so the model knows it saw only part."""
     text = result.content
@@ -33,6 +39,7 @@ def truncate(result: ToolResult, max_chars: int) -> ToolResult:
         structured=None,  # a cut-down structure would be misleading; the text says what is left
         truncated=True,
         timed_out=result.timed_out,
+        outcome_unknown=result.outcome_unknown,
         images=result.images,
     )
 

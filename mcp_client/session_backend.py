@@ -32,7 +32,7 @@ from mcp_client.hooks import CallHooks, ToolProgress
 from mcp_client.http_watch import describe_refusal
 from mcp_client.identity import client_info
 from mcp_client.inputs import answer_input, input_request
-from mcp_client.results import error_result, from_call_result
+from mcp_client.results import error_result, from_call_result, lost_result
 from mcp_client.session_link import SessionLink, SessionOptions, StreamsOpener
 from mcp_client.tasks import TaskCancelled, TaskRun, call_as_task, offers_tool_tasks
 from mcp_client.types import ToolResult
@@ -201,7 +201,7 @@ class MCPSessionBackend:
             return error_result(f"the tool's task was cancelled by the server: {exc}")
         except _CONNECTION_ERRORS as exc:
             link.mark_lost()
-            return error_result(f"tool server connection lost: {type(exc).__name__}")
+            return lost_result(f"tool server connection lost: {type(exc).__name__}")
         except (pydantic.ValidationError, RuntimeError) as exc:
             # RuntimeError: the SDK's own output-schema and result-shape checks.
             return error_result(f"the tool server sent an invalid result: {exc}")
@@ -239,7 +239,7 @@ class MCPSessionBackend:
             return call.timed_out()
         if code == CONNECTION_CLOSED:
             link.mark_lost()
-            return error_result("the tool server connection closed during the call")
+            return lost_result("the tool server connection closed during the call")
         return error_result(f"the tool server refused the call: {exc.error.message}")
 
     # --- what the server sends us -----------------------------------------------------------------

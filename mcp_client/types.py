@@ -56,6 +56,8 @@ class ToolResult:
     structured: dict[str, Any] | None = None
     truncated: bool = False
     timed_out: bool = False  # the call hit its time limit (and was cancelled where possible)
+    # The connection died while the call was out: the server may have run it or not.
+    outcome_unknown: bool = False
     refused: str | None = None  # why the client did not send the call (``DEFINITION_CHANGED``)
     images: tuple[ToolImage, ...] = ()
 

@@ -34,6 +34,11 @@ def test_growth_after_warm_up_fails() -> None:
     assert checks.flat_after_warmup("RSS", [100, 150, 160, 161, 165, 166], "MB", 0.10).held
     assert not checks.flat_after_warmup("RSS", [100, 150, 160, 170, 190, 200], "MB", 0.10).held
     assert not checks.flat_after_warmup("RSS", [100], "MB", 0.10).held
+    # A warm-up given as the index of its end (the faults' first round): growth before it is
+    # not counted, growth after it is; none left to judge after it fails.
+    assert checks.flat_after_warmup("RSS", [100, 150, 200, 201, 202], "MB", 0.10, 2).held
+    assert not checks.flat_after_warmup("RSS", [100, 100, 100, 150, 160], "MB", 0.10, 2).held
+    assert not checks.flat_after_warmup("RSS", [100, 100, 100, 100], "MB", 0.10, 3).held
 
 
 def test_budget_and_recovery() -> None:

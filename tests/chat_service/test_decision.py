@@ -300,7 +300,9 @@ def test_a_degraded_servers_tools_are_temporarily_unavailable(tmp_path: Path) ->
     ) as gateway:
         stack = Stack(gateway, tmp_path / "unused", gateway.create_key("u", ["user"]), "")
         _, crashed = stack.turn("crash")
-        assert _only_call(crashed)["state"] == "failed"
+        # The server died while the call was out: it may have run, so it is never `failed`
+        # (the soak's hung tool server ran a call the gateway had recorded as failed).
+        assert _only_call(crashed)["state"] == "unknown_outcome"
 
         _, turn = stack.turn("pid")
 
