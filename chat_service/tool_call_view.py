@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from pydantic import Field, TypeAdapter
+from sqlalchemy import String
 
 from chat_service.messages import Timestamp
 from chat_service.tool_call_sql import VIEW_COLUMNS
@@ -195,6 +196,11 @@ def _time(value: Any) -> datetime | None:
     return None if value is None else utc(value)
 
 
+# A model can name a tool at any length; no tool's name is longer than the column (MCP asks for
+# at most 128 characters), so a longer one names none and is stored cut, to be denied as unknown.
+_TOOL_NAME_LENGTH = cast(String, ToolCallRecord.__table__.c.tool_name.type).length
+
+
 def draft(
     *,
     conversation_id: str,
@@ -211,7 +217,7 @@ def draft(
         conversation_id=conversation_id,
         call_id=call_id,
         round=round_number,
-        tool_name=tool_name,
+        tool_name=tool_name[:_TOOL_NAME_LENGTH],
         server=None,
         arguments=arguments,
         state=CallState.PROPOSED,

@@ -139,6 +139,15 @@ def test_out_of_role_and_unknown_tools_never_run(loop_stack: LoopStack) -> None:
     assert "does not exist" in turn["messages"][-1]["content"]
 
 
+def test_a_tool_name_longer_than_any_tool_is_denied_and_stored(loop_stack: LoopStack) -> None:
+    _, turn = start(loop_stack, "long-name")
+
+    assert turn["status"] == "completed"
+    [call] = turn["tool_calls"]
+    assert call["state"] == "denied_by_policy"
+    assert loop_stack.catalog.calls == []
+
+
 def test_arguments_failing_the_schema_never_run(loop_stack: LoopStack) -> None:
     _, turn = start(loop_stack, "bad-args")
 

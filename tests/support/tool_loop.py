@@ -79,6 +79,14 @@ MODELS: list[dict[str, Any]] = [
         ],
     },
     {
+        "name": "long-name",
+        "provider": "mock",
+        "script": [
+            {"tool_calls": [{"name": "t" * 300}]},
+            {"text": "After denial: {last_tool_result}"},
+        ],
+    },
+    {
         "name": "looper",
         "provider": "mock",
         "script": [{"tool_calls": [{"name": "get_time"}]} for _ in range(10)],
