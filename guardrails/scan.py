@@ -11,7 +11,7 @@ from guardrails.anchors import Text
 from guardrails.findings import Detector, Finding
 from guardrails.injection import injection_in
 from guardrails.personal import personal_data_in
-from guardrails.secrets import secret_shapes_in, secret_value, secrets_in
+from guardrails.secrets import assignments_in, secret_shapes_in, secret_value, secrets_in
 
 Match = tuple[str, int, int]
 Find = Callable[[Text], Iterator[Match]]
@@ -20,6 +20,8 @@ FINDERS: Mapping[Detector, Find] = {
     Detector.PERSONAL_DATA: personal_data_in,
     Detector.INJECTION: injection_in,
 }
+# What runs on the ends of a long text: all but the secrets' shapes, looked for in all of it.
+_AT_ENDS: Mapping[Detector, Find] = {**FINDERS, Detector.SECRETS: assignments_in}
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +39,9 @@ class Scan:
 class Scanner:
     """Runs ``detectors``; at most ``max_chars`` characters per scanned value (the rest is left
     unscanned and the scan says so: the caller decides what to do with it). A text longer than
-    ``full_chars`` is scanned by every detector on its first and last ``full_chars // 2``
-    characters, and in between for the secrets' shapes only (``secret_shapes_in``: provider
-    keys, tokens, private keys, credentials in URLs), the cheap part: its cost stays bounded."""
+    ``full_chars`` is scanned for the secrets' shapes (``secret_shapes_in``: provider keys,
+    tokens, private keys, credentials in URLs, the cheap part) whole, and by every other
+    detector on its first and last ``full_chars // 2`` characters only: its cost stays bounded."""
 
     def __init__(
         self, detectors: frozenset[Detector], max_chars: int, full_chars: int | None = None
@@ -58,11 +60,12 @@ class Scanner:
             return Scan(tuple(self._findings(seen, "")), len(seen), len(seen) == len(text))
         half = self._full_chars // 2
         tail = len(seen) - half
+        first, last = Text(seen[:half]), Text(seen[tail:])
         found: dict[Detector, list[Match]] = {}
-        for detector, find in self._finders:
-            matches = [*find(Text(seen[:half]))]
-            matches += ((k, s + tail, e + tail) for k, s, e in find(Text(seen[tail:])))
-            found[detector] = matches
+        for detector, _ in self._finders:
+            find = _AT_ENDS[detector]
+            found[detector] = [*find(first)]
+            found[detector] += ((k, s + tail, e + tail) for k, s, e in find(last))
         if Detector.SECRETS in found:
             found[Detector.SECRETS] += secret_shapes_in(Text(seen))
         findings = tuple(_distinct(found, ""))

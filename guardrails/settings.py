@@ -134,7 +134,7 @@ class GuardrailSettings(BaseModel):
         65536, ge=1024, le=4_194_304, description="characters scanned per argument set or result"
     )
     full_scan_chars: int = Field(
-        16384,
+        8192,
         ge=1024,
         le=4_194_304,
         description="a result longer than this is scanned by every detector on its first and "
