@@ -56,7 +56,7 @@ class Scanner:
 
     def scan_text(self, text: str) -> Scan:
         seen = text[: self._max_chars]
-        if len(seen) <= self._full_chars:
+        if len(seen) <= self._full_chars or not self._finders:
             return Scan(tuple(self._findings(seen, "")), len(seen), len(seen) == len(text))
         half = self._full_chars // 2
         tail = len(seen) - half

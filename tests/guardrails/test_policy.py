@@ -115,6 +115,23 @@ def test_a_long_result_is_scanned_whole_for_secret_shapes_and_at_its_ends_for_ev
     assert screening.as_audit()["shapes_only"] == [1024, len(text) - 1024]
 
 
+def test_a_long_result_no_detector_runs_on_is_complete() -> None:
+    settings = GuardrailSettings.model_validate(
+        {
+            "full_scan_chars": 2048,
+            "defaults": {
+                d: {"results": "allow"} for d in ("secrets", "personal_data", "injection")
+            },
+        }
+    )
+    text = f"key {AWS_KEY} " + "x" * 5000
+
+    screening = Guardrails(settings).screen_result(text, "s", "t")
+
+    assert (screening.findings, screening.complete, screening.value) == ((), True, text)
+    assert "shapes_only" not in screening.as_audit()
+
+
 def test_a_result_within_the_full_scan_limit_is_scanned_whole() -> None:
     settings = GuardrailSettings(full_scan_chars=2048)
     text = "x " * 500 + "mail jane@example.org password: hunter2hunter2 " + "y " * 400
