@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from guardrails.anchors import around, literal_hits, lowered, search
+from guardrails.anchors import Text, around, literal_hits, search
 
 Match = tuple[str, int, int]
 
@@ -32,7 +32,7 @@ _HEURISTICS: dict[str, tuple[str, tuple[str, ...]]] = {
     "prompt_leak": (
         r"\b(?:reveal|print|repeat|show|output)\s+(?:your|the)\s+"
         r"(?:system\s+prompt|instructions|initial\s+prompt)",
-        ("prompt", "instructions"),
+        ("prompt", "instruction"),
     ),
     "chat_template_tokens": (
         r"<\|im_(?:start|end)\|>|<\|(?:system|assistant|endoftext)\|>"
@@ -56,7 +56,7 @@ _HEURISTICS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 _COMPILED = tuple(
-    (kind, re.compile(pattern, re.IGNORECASE), anchors)
+    (kind, re.compile(pattern, re.IGNORECASE), tuple(a.encode() for a in anchors))
     for kind, (pattern, anchors) in _HEURISTICS.items()
 )
 # A phrase is found when an anchor is within this many characters of each of its ends.
@@ -64,8 +64,16 @@ _REACH = 160
 
 
 def find_injection(text: str) -> Iterator[Match]:
-    lowered_text = lowered(text)
+    return injection_in(Text(text))
+
+
+def injection_in(text: Text) -> Iterator[Match]:
+    found: dict[bytes, list[int]] = {}  # an anchor shared by heuristics is looked for once
     for kind, pattern, anchors in _COMPILED:
-        windows = around(literal_hits(lowered_text, anchors), _REACH, _REACH, len(text))
-        for match in search(pattern, text, windows):
+        hits = []
+        for anchor in anchors:
+            if anchor not in found:
+                found[anchor] = list(literal_hits(text.low, (anchor,)))
+            hits += found[anchor]
+        for match in search(pattern, text.text, around(hits, _REACH, _REACH, text.size)):
             yield kind, match.start(), match.end()

@@ -12,84 +12,71 @@ import re
 import string
 from collections.abc import Iterator
 
-from guardrails.anchors import around, ascii_mask, literal_hits, search
+from guardrails.anchors import Text, Window, around, literal_hits, search
 
 Match = tuple[str, int, int]
 
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24}\b")
+# Each alternative starts with what it consumes and looks behind after it (`\d(?<!\w\d)` for
+# `\b\d`): the regex engine then rejects most positions on their first character, three times
+# faster than a lookbehind tried at every position.
 _PHONE = (
-    r"(?<![\w+])\+\d{1,3}[ .-]?(?:\(\d{1,4}\)[ .-]?)?\d{1,4}(?:[ .-]?\d{2,4}){1,4}(?![\w-])"
-    r"|(?<![\w(])\(\d{3}\) ?\d{3}[ .-]\d{4}\b"
-    r"|\b\d{3}[.-]\d{3}[.-]\d{4}\b"
+    r"\+(?<![\w+]\+)\d{1,3}[ .-]?(?:\(\d{1,4}\)[ .-]?)?\d{1,4}(?:[ .-]?\d{2,4}){1,4}(?![\w-])"
+    r"|\((?<![\w(]\()\d{3}\) ?\d{3}[ .-]\d{4}\b"
+    r"|\d(?<!\w\d)\d\d[.-]\d{3}[.-]\d{4}\b"
 )
-_CARD = r"(?<![\d.-])(?:\d[ -]?){12,18}\d(?![\d.-])"
-_IBAN = r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b"
+_CARD = r"\d(?<![\d.-]\d)(?:[ -]?\d){12,18}(?![\d.-])"
+_IBAN = r"[A-Z](?<!\w[A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b"
 _NUMBERS = re.compile(f"(?P<iban>{_IBAN})|(?P<card>{_CARD})|(?P<phone>{_PHONE})")
-# Every card number, IBAN and North American number has four digits in a row; other phone
-# numbers start with `+`.
-# Digits, letters and the separators inside numbers, each as one byte (`ascii_mask`).
+# Where a number may be (``_SHAPES`` in a mask of the text: digits, small letters, the rest):
+# eight digits in a row after anything but a small letter (hex ids' runs of digits follow one),
+# or two groups of three digits or more across one character. Every card number, IBAN and North
+# American number this module finds has one; other phone numbers start with `+`. A year, a
+# date, a time, a price or a hex id has none: they are the bulk of digits in tool results.
 _DIGIT_MASK = bytes(
-    ord("d")
-    if chr(i) in string.digits
-    else ord("a")
-    if chr(i) in string.ascii_letters
-    else ord("s")
-    if chr(i) in " -."
-    else 32
+    ord("d") if chr(i) in string.digits else ord("a") if chr(i) in string.ascii_lowercase else 32
     for i in range(256)
 )
+_SHAPES = (b" dddddddd", b"ddd ddd")
+# The longest number found is an IBAN of 34 characters in groups (43): a window around a shape
+# holds any number the shape is part of.
+_BEFORE, _AFTER = 48, 56
 # Issuer prefixes (IIN ranges) of the common card networks: Visa, Mastercard, Amex, Discover,
 # Diners, JCB, UnionPay, Maestro.
 _ISSUER = re.compile(r"4|5[1-5]|2[2-7]|3[47]|3[068]|35|6(?:011|5|4[4-9]|2)|5[06-8]")
 
 
 def find_personal_data(text: str) -> Iterator[Match]:
-    size = len(text)
-    for match in search(_EMAIL, text, around(literal_hits(text, "@"), 64, 128, size)):
+    return personal_data_in(Text(text))
+
+
+def personal_data_in(text: Text) -> Iterator[Match]:
+    size = len(text.raw)
+    for match in search(_EMAIL, text.text, around(literal_hits(text.raw, (b"@",)), 64, 128, size)):
         yield "email", match.start(), match.end()
-    hits = [*_grouped_digits(text, ascii_mask(text, _DIGIT_MASK)), *literal_hits(text, "+")]
-    for match in search(_NUMBERS, text, around(hits, 26, 40, size)):
+    mask = text.raw.translate(_DIGIT_MASK)
+    hits = [*literal_hits(mask, _SHAPES), *literal_hits(text.raw, (b"+",))]
+    if mask.startswith(b"dddddddd"):
+        hits.append(0)
+    windows = around(hits, _BEFORE, _AFTER, size)
+    for match in search(_NUMBERS, text.text, (w for w in windows if _may_hold(text, mask, w))):
         kind = match.lastgroup or "number"
         if _valid(kind, match.group()):
             yield kind, match.start(), match.end()
 
 
-def _grouped_digits(text: str, mask: bytes) -> Iterator[int]:
-    """Groups of four digits or more that may be part of a card number, an IBAN or a North
-    American phone number: standing on their own (after a space, a separator or punctuation),
-    with ten digits or more nearby, and eight in a row or beside another group of three or more
-    across one separator; or eight digits or more right after a letter (an unspaced IBAN). A
-    year, a date, a time, a hex id or a number in prose is none of these: they are the bulk of
-    digits in tool results, and a hex id's digits never stand on their own."""
-    size = len(text)
-    starts = [0] if mask.startswith(b"dddd") else []
-    for lead in (b" dddd", b"sdddd"):
-        starts.extend(at + 1 for at in _finds(mask, lead))
-    starts.extend(at + 1 for at in _finds(mask, b"adddddddd"))
-    for at in starts:
-        end = at + 4
-        while end < size and mask[end] == _D:
-            end += 1
-        if mask.count(b"d", max(0, at - 16), at + 24) < _NEARBY:
-            continue
-        after = end + 4 <= size and text[end] in _SEPARATORS and mask[end + 1 : end + 4] == b"ddd"
-        before = at >= 4 and text[at - 1] in _SEPARATORS and mask[at - 4 : at - 1] == b"ddd"
-        if end - at >= 8 or after or before:
-            yield at
-
-
-def _finds(data: bytes, needle: bytes) -> Iterator[int]:
-    at = data.find(needle)
-    while at != -1:
-        yield at
-        at = data.find(needle, at + 1)
-
-
-_D = ord("d")
-_SEPARATORS = frozenset(" -.")
-# The fewest digits of any number these patterns find around a four-digit group (a North
-# American phone number has ten; a card 13 to 19; an IBAN's check digits and account 12 or more).
-_NEARBY = 10
+def _may_hold(text: Text, mask: bytes, window: Window) -> bool:
+    """Whether the window has what one of the patterns needs (they cost ~100 ns a character):
+    13 digits for a card, a capital for an IBAN, `+` for a phone number, or 10 digits with a
+    bracket, a dash or a dot for a North American number."""
+    start, end = window
+    digits = mask.count(b"d", start, end)
+    if digits >= 13:
+        return True
+    part = text.raw[start:end]
+    if b"+" in part or part.lower() != part:
+        return True
+    return digits >= 10 and (b"(" in part or b"-" in part or b"." in part)
 
 
 def _valid(kind: str, found: str) -> bool:

@@ -9,7 +9,7 @@ per bundle, server or tool; the most specific rule wins for each detector and di
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from guardrails.findings import Detector, Direction, Finding
@@ -31,7 +31,8 @@ class Screening:
     """The guardrails' answer for one scanned value. ``action``: what the strictest finding asks
     (ALLOW when nothing was found); ``detector``, ``rule``: who decided it; ``value``: what may
     pass on (redacted when ``action`` is REDACT, else as given); ``observed``: findings whose
-    action is OBSERVE (in shadow mode) beside those acted on."""
+    action is OBSERVE (in shadow mode) beside those acted on; ``bounded``: the span of a long
+    value only the secrets' shapes were looked for in."""
 
     direction: Direction
     findings: tuple[Finding, ...] = ()
@@ -41,6 +42,7 @@ class Screening:
     value: Any = None
     complete: bool = True
     actions: Mapping[Detector, tuple[Action, str]] = field(default_factory=dict)
+    bounded: tuple[int, int] | None = None
 
     @property
     def blocks(self) -> bool:
@@ -63,7 +65,7 @@ class Screening:
         return _with_value(self, value)
 
     def as_audit(self) -> dict[str, object]:
-        return {
+        audit: dict[str, object] = {
             "direction": self.direction.value,
             "action": self.action.value,
             "detector": None if self.detector is None else self.detector.value,
@@ -71,6 +73,9 @@ class Screening:
             "complete": self.complete,
             "findings": self.audit_findings(),
         }
+        if self.bounded is not None:
+            audit["shapes_only"] = list(self.bounded)
+        return audit
 
     def audit_findings(self) -> list[dict[str, object]]:
         """Each finding with the action its detector had (what, where, never the value)."""
@@ -146,26 +151,30 @@ class Guardrails:
         scanned part when longer than the budget (unless ``cut_unscanned`` is off). ``extra``:
         findings from outside (an external classifier's), acted on like the detectors'."""
         actions = self.actions(Direction.RESULTS, server, tool, bundles, admin)
-        scanner = self._scanner(actions)
+        scanner = self._scanner(actions, self._settings.full_scan_chars)
         scan = scanner.scan_text(text)
         found = scan.findings + tuple(
             f for f in extra if actions[f.detector][0] is not Action.ALLOW
         )
-        screening = decide(Direction.RESULTS, found, scan.complete, actions)
+        screening = replace(
+            decide(Direction.RESULTS, found, scan.complete, actions), bounded=scan.bounded
+        )
         value = text
         redacted = _acted_on(screening, Action.REDACT)
         if redacted:
             value = redact_text(text[: scan.scanned], redacted) + text[scan.scanned :]
-        if not scan.complete and self._settings.cut_unscanned and scanner.active:
+        if scan.scanned < len(text) and self._settings.cut_unscanned and scanner.active:
             unscanned = len(text) - scan.scanned
             value = value[: len(value) - unscanned] + (
                 f"\n[{unscanned} characters not scanned by the guardrails were withheld]"
             )
         return _with_value(screening, value)
 
-    def _scanner(self, actions: Mapping[Detector, tuple[Action, str]]) -> Scanner:
+    def _scanner(
+        self, actions: Mapping[Detector, tuple[Action, str]], full_chars: int | None = None
+    ) -> Scanner:
         running = frozenset(d for d, (action, _) in actions.items() if action is not Action.ALLOW)
-        return Scanner(running, self._settings.max_scan_chars)
+        return Scanner(running, self._settings.max_scan_chars, full_chars)
 
 
 def decide(
@@ -191,13 +200,4 @@ def _acted_on(screening: Screening, action: Action) -> list[Finding]:
 
 
 def _with_value(screening: Screening, value: Any) -> Screening:
-    return Screening(
-        screening.direction,
-        screening.findings,
-        screening.action,
-        screening.detector,
-        screening.rule,
-        value,
-        screening.complete,
-        screening.actions,
-    )
+    return replace(screening, value=value)

@@ -7,36 +7,48 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from guardrails.anchors import Text
 from guardrails.findings import Detector, Finding
-from guardrails.injection import find_injection
-from guardrails.personal import find_personal_data
-from guardrails.secrets import find_secrets, secret_value
+from guardrails.injection import injection_in
+from guardrails.personal import personal_data_in
+from guardrails.secrets import assignments_in, secret_shapes_in, secret_value, secrets_in
 
-Find = Callable[[str], Iterator[tuple[str, int, int]]]
+Match = tuple[str, int, int]
+Find = Callable[[Text], Iterator[Match]]
 FINDERS: Mapping[Detector, Find] = {
-    Detector.SECRETS: find_secrets,
-    Detector.PERSONAL_DATA: find_personal_data,
-    Detector.INJECTION: find_injection,
+    Detector.SECRETS: secrets_in,
+    Detector.PERSONAL_DATA: personal_data_in,
+    Detector.INJECTION: injection_in,
 }
+# What runs on the ends of a long text: all but the secrets' shapes, looked for in all of it.
+_AT_ENDS: Mapping[Detector, Find] = {**FINDERS, Detector.SECRETS: assignments_in}
 
 
 @dataclass(frozen=True, slots=True)
 class Scan:
-    """What a scan found; ``scanned``: characters looked at, ``complete``: nothing was left
-    unscanned for want of budget."""
+    """What a scan found. ``scanned``: characters looked at (the rest was left unscanned for want
+    of budget); ``complete``: every running detector looked at all of the value; ``bounded``: the
+    span that only the secrets' shapes were looked for in (a long text's middle)."""
 
     findings: tuple[Finding, ...]
     scanned: int
     complete: bool = True
+    bounded: tuple[int, int] | None = None
 
 
 class Scanner:
     """Runs ``detectors``; at most ``max_chars`` characters per scanned value (the rest is left
-    unscanned and the scan says so: the caller decides what to do with it)."""
+    unscanned and the scan says so: the caller decides what to do with it). A text longer than
+    ``full_chars`` is scanned for the secrets' shapes (``secret_shapes_in``: provider keys,
+    tokens, private keys, credentials in URLs, the cheap part) whole, and by every other
+    detector on its first and last ``full_chars // 2`` characters only: its cost stays bounded."""
 
-    def __init__(self, detectors: frozenset[Detector], max_chars: int) -> None:
+    def __init__(
+        self, detectors: frozenset[Detector], max_chars: int, full_chars: int | None = None
+    ) -> None:
         self._finders = [(d, FINDERS[d]) for d in Detector if d in detectors]
         self._max_chars = max_chars
+        self._full_chars = max_chars if full_chars is None else min(full_chars, max_chars)
 
     @property
     def active(self) -> bool:
@@ -44,7 +56,20 @@ class Scanner:
 
     def scan_text(self, text: str) -> Scan:
         seen = text[: self._max_chars]
-        return Scan(tuple(self._findings(seen, "")), len(seen), len(seen) == len(text))
+        if len(seen) <= self._full_chars or not self._finders:
+            return Scan(tuple(self._findings(seen, "")), len(seen), len(seen) == len(text))
+        half = self._full_chars // 2
+        tail = len(seen) - half
+        first, last = Text(seen[:half]), Text(seen[tail:])
+        found: dict[Detector, list[Match]] = {}
+        for detector, _ in self._finders:
+            find = _AT_ENDS[detector]
+            found[detector] = [*find(first)]
+            found[detector] += ((k, s + tail, e + tail) for k, s, e in find(last))
+        if Detector.SECRETS in found:
+            found[Detector.SECRETS] += secret_shapes_in(Text(seen))
+        findings = tuple(_distinct(found, ""))
+        return Scan(findings, len(seen), False, (half, tail))
 
     def scan_value(self, value: Any) -> Scan:
         """Every string in a JSON value (and each string under a credential-named key, as a
@@ -70,14 +95,18 @@ class Scanner:
         return any(d is Detector.SECRETS for d, _ in self._finders) and secret_value(key, value)
 
     def _findings(self, text: str, path: str) -> Iterator[Finding]:
-        if not text:
-            return
-        for detector, find in self._finders:
-            end = -1
-            for kind, start, stop in sorted(find(text), key=lambda m: (m[1], -m[2])):
-                if stop > end:  # a span inside one already found adds nothing
-                    yield Finding(detector, kind, path, start, stop)
-                    end = stop
+        if text:
+            view = Text(text)
+            yield from _distinct({d: list(find(view)) for d, find in self._finders}, path)
+
+
+def _distinct(found: Mapping[Detector, list[Match]], path: str) -> Iterator[Finding]:
+    for detector, matches in found.items():
+        end = -1
+        for kind, start, stop in sorted(matches, key=lambda m: (m[1], -m[2])):
+            if stop > end:  # a span inside one already found adds nothing
+                yield Finding(detector, kind, path, start, stop)
+                end = stop
 
 
 class _Budget:

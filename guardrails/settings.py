@@ -133,6 +133,13 @@ class GuardrailSettings(BaseModel):
     max_scan_chars: int = Field(
         65536, ge=1024, le=4_194_304, description="characters scanned per argument set or result"
     )
+    full_scan_chars: int = Field(
+        8192,
+        ge=1024,
+        le=4_194_304,
+        description="a result longer than this is scanned by every detector on its first and "
+        "last half of this many characters, in between for the secrets' shapes only",
+    )
     prompts: PromptGuardrailSettings = Field(default_factory=PromptGuardrailSettings)
     classifier: ClassifierSettings | None = Field(
         None, description="an external injection classifier asked about tool results over HTTP"

@@ -92,3 +92,19 @@ def test_prose_about_instructions_and_tools_is_not_injection(text: str) -> None:
 @pytest.mark.parametrize("kind", sorted(PERSONAL_DATA))
 def test_each_kind_of_personal_data_is_found(kind: str) -> None:
     assert kind.removesuffix("_us") in {k for k, _, _ in find_personal_data(PERSONAL_DATA[kind])}
+
+
+def test_a_slack_webhook_is_the_one_url_found_as_a_secret() -> None:
+    hook = "https://hooks.slack.com/services/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"
+    text = f"post to {hook} or see https://docs.example/services/T0123ABCD/B0123ABCD/Xy7kLmN0pQ"
+
+    assert list(find_secrets(text)) == [("slack_webhook", 8, 8 + len(hook))]
+
+
+def test_an_aws_secret_key_is_found_in_quotes_after_aws_and_key() -> None:
+    key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    found = {(k, s, e) for k, s, e in find_secrets(f'AWS_KEY_SECRET = "{key}"')}
+    quiet = {k for k, _, _ in find_secrets(f'commit = "{key}"')}
+
+    assert ("aws_secret_access_key", 18, 58) in found
+    assert "aws_secret_access_key" not in quiet
