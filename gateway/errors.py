@@ -44,6 +44,7 @@ from chat_service.errors import (
     ToolCallNotFound,
     TurnFailed,
 )
+from db.unavailable import database_unavailable
 from gateway.context import request_context
 from gateway.responses import json_response
 from governance.errors import ReviewConflict, ToolNotFound
@@ -282,6 +283,14 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _unexpected_error(request: Request, exc: Exception) -> Response:
     context = request_context(request)
+    if database_unavailable(exc):
+        # A restart or failover of the database: the caller retries, nothing is wrong with what
+        # it asked. Logged by type only (a driver's message can hold a statement's parameters).
+        context.error_type = "service_unavailable"
+        log.warning("database_unavailable", request_id=context.request_id, error=type(exc).__name__)
+        message = "The database cannot be reached right now; retry shortly."
+        error = ErrorInfo(503, message, "service_unavailable", "database_unavailable")
+        return _shaped_response(request, error, {"retry-after": "1"})
     context.error_type = "api_error"
     log.error("unhandled_error", request_id=context.request_id, exc_info=exc)
     message = f"Internal error. Quote request id {context.request_id} when reporting it."
