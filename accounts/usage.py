@@ -1,5 +1,7 @@
 """Usage accounting, written in batches off the request path and flushed on shutdown; each batch
-also adds to the hourly rollups (``accounts.usage_rollup``) that reports read."""
+also adds to the hourly rollups (``accounts.usage_rollup``) that reports read. With a spool
+directory (``accounts.usage_spool``), the entries a killed process held are written at the next
+start."""
 
 from __future__ import annotations
 
@@ -9,12 +11,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import structlog
 from sqlalchemy import String
 
 from accounts.pricing import PriceBook
 from accounts.usage_rollup import rollup_statements, rollups
+from accounts.usage_spool import UsageSpool
 from db.transactions import DATABASE_ERRORS, Operation, Transactions, insert_sql
 from db.usage_models import UsageRecord
 from llm_service.types import Usage
@@ -47,7 +52,8 @@ class UsageEntry:
 
 # Plain getattr: ``dataclasses.asdict`` deep-copies every value and was half of a flush's CPU,
 # which runs on the event loop and so shows in the latency of the requests it interrupts.
-_COLUMNS = tuple(field.name for field in fields(UsageEntry) if field.name != "at")
+_FIELDS = tuple(field.name for field in fields(UsageEntry))
+_COLUMNS = tuple(name for name in _FIELDS if name != "at")
 _ROW_COLUMNS = (*_COLUMNS, "cost_usd", "created_at")
 # Each text column's length. A value past it (a caller's model name, ``tool:`` and an MCP tool's
 # name) is cut to fit: PostgreSQL would refuse the whole batch, and keep refusing it at every
@@ -94,8 +100,10 @@ class UsageRecorder:
         transactions: Transactions,
         flush_seconds: float,
         prices: PriceBook,
+        *,
         batch: int = 500,
         on_record: Callable[[UsageEntry], None] | None = None,
+        spool_dir: Path | None = None,
     ) -> None:
         self._transactions = transactions
         self._prices = prices
@@ -106,6 +114,8 @@ class UsageRecorder:
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
+        self._spool = UsageSpool(spool_dir) if spool_dir is not None else None
+        self._replayed = self._spool is None
 
     def record(self, entry: UsageEntry) -> None:
         if len(self._pending) >= _MAX_PENDING:
@@ -113,12 +123,17 @@ class UsageRecorder:
             dropped = self._pending.pop(0)
             log.error("usage_dropped", request_id=dropped.request_id)
         self._pending.append(entry)
+        if self._spool is not None:
+            self._spool.append({name: getattr(entry, name) for name in _FIELDS})
         if self._on_record is not None:
             self._on_record(entry)
         if len(self._pending) >= self._batch:
             self._wake.set()
 
-    def start(self) -> None:
+    async def start(self) -> None:
+        """Before serving: the spool's orphans (entries of killed processes) are written first;
+        with the database unreachable, the periodic flush tries again until they are."""
+        await self._replay()
         self._task = asyncio.create_task(self._run(), name="usage-recorder")
 
     async def flush(self) -> None:
@@ -126,6 +141,8 @@ class UsageRecorder:
             if not self._pending:
                 return
             entries, self._pending = self._pending, []
+            # The batch covers whole spool files: this one and those of failed batches.
+            files = self._spool.rotate() if self._spool is not None else 0
             rows = [_row(entry, self._prices) for entry in entries]
             try:
                 # One transaction, a statement per slice of rows: on SQLite a single hand-off to
@@ -138,6 +155,9 @@ class UsageRecorder:
                 # Keep them for the next flush rather than lose accounting.
                 self._pending[:0] = entries
                 log.error("usage_flush_failed", pending=len(self._pending), error=str(exc))
+            else:
+                if self._spool is not None:
+                    self._spool.release(files)
 
     async def aclose(self) -> None:
         if self._task is not None:
@@ -145,6 +165,8 @@ class UsageRecorder:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self.flush()
+        if self._spool is not None:
+            self._spool.close()
 
     async def _run(self) -> None:
         while True:
@@ -152,9 +174,50 @@ class UsageRecorder:
                 async with asyncio.timeout(self._flush_seconds):
                     await self._wake.wait()
             self._wake.clear()
+            if not self._replayed:
+                await asyncio.shield(self._replay())
             # Shielded: stopping (``aclose``) must not cancel a write under way, whose entries
             # would be lost (taken from the queue) or, had it committed, written twice.
             await asyncio.shield(self.flush())
+
+    async def _replay(self) -> None:
+        """Each orphaned spool file, written whole in one transaction unless it was already
+        (its batch committed, its removal did not happen: its first row is in the table), then
+        removed."""
+        if self._spool is None or self._replayed:
+            return
+        files = written = skipped = 0
+        try:
+            with contextlib.closing(self._spool.orphans()) as orphans:
+                for path, values in orphans:
+                    rows = [_row(entry, self._prices) for entry in _spooled(values)]
+                    if rows and not await self._transactions.run(_has(rows[0]), write=False):
+                        await self._transactions.run(_write(rows))
+                        written += len(rows)
+                    else:
+                        skipped += len(rows)
+                    self._spool.remove_orphan(path)
+                    files += 1
+        except DATABASE_ERRORS as exc:
+            log.error("usage_spool_replay_failed", files=files, rows=written, error=str(exc))
+            return
+        if files:
+            log.info("usage_spool_replayed", files=files, rows=written, already_written=skipped)
+        self._replayed = True
+
+
+def _spooled(values: list[dict[str, Any]]) -> list[UsageEntry]:
+    # Only known fields: a file written by another version of the gateway still replays.
+    return [UsageEntry(**{k: v for k, v in value.items() if k in _FIELDS}) for value in values]
+
+
+def _has(row: dict[str, object]) -> Operation[bool]:
+    # created_at first: ix_usage_records_created finds the few rows of that instant.
+    found = yield (
+        "SELECT 1 FROM usage_records WHERE created_at = ? AND request_id = ? AND route = ?",
+        (row["created_at"], row["request_id"], row["route"]),
+    )
+    return bool(found)
 
 
 def _write(rows: list[dict[str, object]]) -> Operation[None]:

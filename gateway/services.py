@@ -118,8 +118,9 @@ class Services:
             on_record=lambda entry: metrics.observe_tokens(
                 entry.model, entry.provider, entry.prompt_tokens, entry.completion_tokens
             ),
+            spool_dir=settings.usage_spool_dir,
         )
-        usage.start()
+        await usage.start()
         router = Router(registry, tracer=tracer)
         notifier = Notifier.build(
             settings.notifications,

@@ -116,6 +116,12 @@ class Settings(BaseSettings):
         "empty: nobody's, the client is the connection's peer",
     )
     usage_flush_seconds: float = Field(1.0, gt=0)
+    usage_spool_dir: Path | None = Field(
+        None,
+        description="a directory where each process also appends the usage entries it has not "
+        "written yet, so a killed process (kill -9, OOM) loses none: the next start writes them; "
+        "not a node crash (no fsync). null: off",
+    )
     shutdown_drain_seconds: float = Field(
         25.0, gt=0, description="after SIGTERM, how long in-flight requests and streams may finish"
     )
@@ -218,6 +224,17 @@ class Settings(BaseSettings):
     @classmethod
     def _proxy_networks(cls, entries: list[str]) -> list[str]:
         return proxy_networks(entries)
+
+    @field_validator("usage_spool_dir")
+    @classmethod
+    def _spool_dir(cls, path: Path | None) -> Path | None:
+        # Absolute: every worker and the restarted process must find the same files whatever
+        # their working directory.
+        if path is not None and not path.is_absolute():
+            raise ValueError("usage_spool_dir must be an absolute path")
+        if path is not None and path.exists() and not path.is_dir():
+            raise ValueError("usage_spool_dir exists and is not a directory")
+        return path
 
     @field_validator("mcp_token_key")
     @classmethod

@@ -33,7 +33,7 @@ async def test_stopping_during_a_flush_keeps_every_entry_once(sqlite_url: str) -
     engine = create_engine(sqlite_url)
     recorder = UsageRecorder(Transactions(engine), flush_seconds=60, prices=PriceBook({}), batch=2)
     try:
-        recorder.start()
+        await recorder.start()
         recorder.record(_entry(1))
         recorder.record(_entry(2))  # a full batch wakes the periodic flush
         # The recorder has no event for a flush starting; sleep(0) only lets it run.

@@ -92,6 +92,20 @@ def test_unknown_key_is_rejected(tmp_path: Path) -> None:
     assert "modles" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("spool", "absolute path"), ("{tmp}/gateway.yaml", "not a directory")],
+)
+def test_a_usage_spool_dir_must_be_an_absolute_directory(
+    tmp_path: Path, value: str, message: str
+) -> None:
+    config = _config(tmp_path, f"usage_spool_dir: {value.format(tmp=tmp_path)}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(config)
+    assert "usage_spool_dir" in str(caught.value)
+    assert message in str(caught.value)
+
+
 def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GATEWAY_DATABASE_URL", "sqlite+aiosqlite:///elsewhere.db")
     config = _config(tmp_path, "database_url: sqlite+aiosqlite:///file.db\n")
