@@ -116,15 +116,21 @@ class UsageRecorder:
         self._task: asyncio.Task[None] | None = None
         self._spool = UsageSpool(spool_dir) if spool_dir is not None else None
         self._replayed = self._spool is None
+        # With a spool: how many entries at the front of ``_pending`` its sealed files hold (a
+        # failed batch's). The next batch retries just those, so that an outage opens no file
+        # per attempt (nor holds one descriptor each).
+        self._sealed = 0
 
     def record(self, entry: UsageEntry) -> None:
         if len(self._pending) >= _MAX_PENDING:
             # The database has been failing for a long time; keep memory bounded, say so loudly.
             dropped = self._pending.pop(0)
             log.error("usage_dropped", request_id=dropped.request_id)
-        self._pending.append(entry)
-        if self._spool is not None:
+            self._sealed = max(self._sealed - 1, 0)
+        elif self._spool is not None:
+            # Not past the bound either: the spool holds at most what memory does.
             self._spool.append({name: getattr(entry, name) for name in _FIELDS})
+        self._pending.append(entry)
         if self._on_record is not None:
             self._on_record(entry)
         if len(self._pending) >= self._batch:
@@ -138,26 +144,38 @@ class UsageRecorder:
 
     async def flush(self) -> None:
         async with self._lock:
-            if not self._pending:
-                return
-            entries, self._pending = self._pending, []
-            # The batch covers whole spool files: this one and those of failed batches.
-            files = self._spool.rotate() if self._spool is not None else 0
-            rows = [_row(entry, self._prices) for entry in entries]
-            try:
-                # One transaction, a statement per slice of rows: on SQLite a single hand-off to
-                # aiosqlite's thread, which binds each statement's values in one go. Its
-                # executemany took the GIL back for every row; under load each waited for the
-                # switch interval and the batch cost the event loop about a quarter of its CPU
-                # (docs/performance.md).
-                await self._transactions.run(_write(rows))
-            except DATABASE_ERRORS as exc:
-                # Keep them for the next flush rather than lose accounting.
-                self._pending[:0] = entries
-                log.error("usage_flush_failed", pending=len(self._pending), error=str(exc))
-            else:
-                if self._spool is not None:
-                    self._spool.release(files)
+            # A retried failed batch is followed at once by the entries recorded since.
+            while self._pending and await self._write_batch():
+                pass
+
+    async def _write_batch(self) -> bool:
+        """Writes the pending entries (or only a failed batch's, retried); True when that
+        retry succeeded and others wait."""
+        retry = self._sealed
+        count = retry or len(self._pending)
+        if self._spool is not None and not retry:
+            # A batch covers whole files: this one, sealed now; later entries go to a new one.
+            self._spool.rotate()
+        entries, self._pending = self._pending[:count], self._pending[count:]
+        self._sealed = 0
+        rows = [_row(entry, self._prices) for entry in entries]
+        try:
+            # One transaction, a statement per slice of rows: on SQLite a single hand-off to
+            # aiosqlite's thread, which binds each statement's values in one go. Its
+            # executemany took the GIL back for every row; under load each waited for the
+            # switch interval and the batch cost the event loop about a quarter of its CPU
+            # (docs/performance.md).
+            await self._transactions.run(_write(rows))
+        except DATABASE_ERRORS as exc:
+            # Keep them for the next flush rather than lose accounting.
+            self._pending[:0] = entries
+            if self._spool is not None:
+                self._sealed = len(entries)
+            log.error("usage_flush_failed", pending=len(self._pending), error=str(exc))
+            return False
+        if self._spool is not None:
+            self._spool.release()
+        return bool(retry)
 
     async def aclose(self) -> None:
         if self._task is not None:

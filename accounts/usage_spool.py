@@ -36,7 +36,7 @@ class _File:
 
 class UsageSpool:
     """This process's spool files in ``directory``: the current one, which ``append`` writes,
-    and those of batches not yet committed (``rotate`` hands them out, ``release`` drops them)."""
+    and those sealed into the batch being written (or one that failed and will be retried)."""
 
     def __init__(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -55,16 +55,14 @@ class UsageSpool:
         between two writers' lines, and a kill mid-write tears only the last one)."""
         os.write(self._current.fd, json.dumps(values, separators=(",", ":")).encode() + b"\n")
 
-    def rotate(self) -> int:
-        """Seal the current file into the batch being written and open a new one; the batch
-        also covers files of earlier batches that failed. Returns how many files it covers."""
+    def rotate(self) -> None:
+        """Seal the current file into the batch about to be written and open a new one."""
         self._sealed.append(self._current)
         self._current = self._open()
-        return len(self._sealed)
 
-    def release(self, count: int) -> None:
-        """The first ``count`` sealed files are committed: remove them."""
-        done, self._sealed = self._sealed[:count], self._sealed[count:]
+    def release(self) -> None:
+        """The sealed files' batch committed: remove them."""
+        done, self._sealed = self._sealed, []
         for file in done:
             _remove(file)
 

@@ -233,7 +233,7 @@ async def test_a_torn_last_line_is_skipped(sqlite_url: str, tmp_path: Path) -> N
     assert [(request_id, at.timestamp()) for request_id, at in rows] == [("r1", 1700000000.25)]
 
 
-async def test_a_failed_batch_keeps_its_files_until_a_batch_commits(
+async def test_a_failed_batch_keeps_its_files_until_it_commits_opening_no_more(
     postgres_url: str, tmp_path: Path
 ) -> None:
     await asyncio.to_thread(upgrade, postgres_url)
@@ -247,17 +247,22 @@ async def test_a_failed_batch_keeps_its_files_until_a_batch_commits(
         await _allow_connections(postgres_url, False)
         recorder.record(_entry(1))
         await recorder.flush()  # refused: the entry stays pending, and on disk
-        kept = b"".join(path.read_bytes() for path in spool.iterdir())
-        await _allow_connections(postgres_url, True)
         recorder.record(_entry(2))
+        await recorder.flush()  # refused again: retries the same file, opens none
+        during = sorted(path.read_bytes() for path in spool.iterdir())
+        await _allow_connections(postgres_url, True)
+        recorder.record(_entry(3))
         await recorder.flush()
         left = [path for path in spool.iterdir() if path.stat().st_size]
-        await recorder.aclose()
         ids = await _ids(engine)
+        await recorder.aclose()
     finally:
         await _allow_connections(postgres_url, True)
         await engine.dispose()
 
-    assert b'"r1"' in kept
+    assert len(during) == 2
+    assert b'"r1"' in during[0]
+    assert b'"r2"' in during[1]
+    assert b'"r1"' not in during[1]
     assert left == []
-    assert ids == ["r1", "r2"]
+    assert ids == ["r1", "r2", "r3"]
