@@ -133,6 +133,23 @@ def test_deployment_is_hardened_and_drains_within_the_grace_period() -> None:
     assert "0.0.0.0" in container["args"]
 
 
+def test_the_usage_spool_is_an_empty_dir_the_gateway_is_pointed_at() -> None:
+    # An emptyDir outlives the container: restarted after a kill -9 or an OOM kill, the gateway
+    # finds the entries the killed process had not written yet.
+    pod = by_kind({})["Deployment"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert env["GATEWAY_USAGE_SPOOL_DIR"] == mounts["usage-spool"]
+    assert mounts["usage-spool"] == "/var/lib/llm-gateway/usage-spool"
+    assert "sizeLimit" in volumes["usage-spool"]["emptyDir"]
+
+    off = by_kind({"usageSpool": {"enabled": False}})["Deployment"]["spec"]["template"]["spec"]
+    assert "GATEWAY_USAGE_SPOOL_DIR" not in {e["name"] for e in off["containers"][0]["env"]}
+    assert "usage-spool" not in {v["name"] for v in off["volumes"]}
+
+
 def test_secrets_come_from_secret_refs_never_the_config_map() -> None:
     objects = by_kind(_values("production"))
     container = objects["Deployment"]["spec"]["template"]["spec"]["containers"][0]

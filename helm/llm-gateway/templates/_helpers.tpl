@@ -107,6 +107,11 @@ seccompProfile:
 {{- end }}
 - name: GATEWAY_SHUTDOWN_DRAIN_SECONDS
   value: {{ .Values.shutdown.drainSeconds | quote }}
+{{- if .Values.usageSpool.enabled }}
+{{- /* The migration job gets it too, unused there (it records no usage). */}}
+- name: GATEWAY_USAGE_SPOOL_DIR
+  value: {{ .Values.usageSpool.mountPath | quote }}
+{{- end }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}
