@@ -350,7 +350,8 @@ def soak(args: argparse.Namespace, workdir: Path) -> bool:
         counting_server(executions) as (tool_url, tool_server),
     ):
         path = workdir / "gateway.yaml"
-        path.write_text(yaml.safe_dump(config(postgres.url, redis.url, fake_url, tool_url)))
+        spool = workdir / "usage-spool"
+        path.write_text(yaml.safe_dump(config(postgres.url, redis.url, fake_url, tool_url, spool)))
         gateway = str(ROOT / ".venv/bin/llm-gateway")
         subprocess.run([gateway, "migrate", "--config", str(path)], check=True)
         replicas = [Replica(f"replica-{n}", free_port(), path) for n in (1, 2)]

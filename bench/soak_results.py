@@ -73,7 +73,8 @@ async def database_counts(database_url: str, workdir: Path) -> dict[str, int]:
 def _usage_note(soak: Soak, usage_ids: set[str]) -> str:
     """Which requests lack a usage row (or which rows lack a request), and whether each was
     answered by replica 2 in the seconds before its kill -9: the recorder writes in batches
-    (``usage_flush_seconds``, 1 s), and a killed process loses the batch it held."""
+    (``usage_flush_seconds``, 1 s), and the batch a killed process held is written from the
+    usage spool when it restarts; a row missing from just before a kill means that failed."""
     served = {
         o.request_id: o
         for o in soak.outcomes

@@ -38,10 +38,15 @@ PRICE = 1.0
 BURST = 30
 
 
-def config(database_url: str, redis_url: str, fake_url: str, tool_url: str) -> dict[str, object]:
+def config(
+    database_url: str, redis_url: str, fake_url: str, tool_url: str, spool: Path
+) -> dict[str, object]:
+    """``spool``: the usage spool both replicas and replica 2's restarts share (as the workers
+    and restarts of one pod share its emptyDir), so the kill -9 loses no usage row."""
     upstream = {"provider": "openai", "base_url": f"{fake_url}/v1", "api_key_env": "SOAK_KEY"}
     return {
         "database_url": database_url,
+        "usage_spool_dir": str(spool),
         "redis_url": redis_url,
         "redis_key_prefix": f"soak-{uuid.uuid4().hex[:8]}:",
         "log_level": "warning",
