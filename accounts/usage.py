@@ -184,7 +184,9 @@ class UsageRecorder:
                 await self._task
         await self.flush()
         if self._spool is not None:
-            self._spool.close()
+            # Entries recorded after this (none should be) are only kept in memory.
+            spool, self._spool = self._spool, None
+            spool.close()
 
     async def _run(self) -> None:
         while True:

@@ -25,6 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import structlog
+
+log = structlog.get_logger("accounts.usage")
 _SUFFIX = ".jsonl"
 
 
@@ -45,15 +48,25 @@ class UsageSpool:
         self._sealed: list[_File] = []
 
     def _open(self) -> _File:
-        path = self._directory / f"{uuid.uuid4()}{_SUFFIX}"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        # Locked under a name replay does not look at, then renamed: a file another process's
+        # replay can see is always locked already (created as ``.jsonl``, it could be taken for
+        # an orphan, found empty and removed between our ``open`` and our ``flock``).
+        name = str(uuid.uuid4())
+        hidden = self._directory / f".{name}.new"
+        fd = os.open(hidden, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
+        path = self._directory / f"{name}{_SUFFIX}"
+        hidden.rename(path)
         return _File(path, fd)
 
     def append(self, values: Mapping[str, object]) -> None:
-        """One entry as a JSON line, in one ``write`` (``O_APPEND``: a line is never split
-        between two writers' lines, and a kill mid-write tears only the last one)."""
-        os.write(self._current.fd, json.dumps(values, separators=(",", ":")).encode() + b"\n")
+        """One entry as a JSON line, in one ``write`` (a kill mid-write tears only the last
+        line). A failing disk costs the entry its spool copy, never the request: it is still
+        held in memory for its batch."""
+        try:
+            os.write(self._current.fd, json.dumps(values, separators=(",", ":")).encode() + b"\n")
+        except OSError as exc:
+            log.error("usage_spool_write_failed", error=str(exc))
 
     def rotate(self) -> None:
         """Seal the current file into the batch about to be written and open a new one."""
@@ -113,8 +126,8 @@ def _entries(fd: int) -> list[dict[str, Any]]:
             continue
         try:
             entries.append(json.loads(line))
-        except ValueError:  # the last line, torn by the kill mid-write
-            break
+        except ValueError:  # torn: by the kill mid-write, or a write that failed (disk full)
+            continue
     return entries
 
 
