@@ -222,7 +222,8 @@ class UsageRecorder:
             log.error("usage_spool_replay_failed", files=files, rows=written, error=str(exc))
             return
         if files:
-            log.info("usage_spool_replayed", files=files, rows=written, already_written=skipped)
+            # A warning: a process died without its clean stop (killed, out of memory).
+            log.warning("usage_spool_replayed", files=files, rows=written, already_written=skipped)
         self._replayed = True
 
 
