@@ -182,6 +182,7 @@ class UsageRecorder:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        await self._replay()  # orphans the database refused so far: a last try
         await self.flush()
         if self._spool is not None:
             # Entries recorded after this (none should be) are only kept in memory.

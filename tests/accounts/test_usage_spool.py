@@ -50,6 +50,14 @@ asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
 """
 
 
+# One spooled entry, as a process writes it.
+_LINE = (
+    b'{"request_id":"r1","api_key_id":1,"key_name":"k","route":"/v1/chat/completions",'
+    b'"model":"m","provider":"p","prompt_tokens":1,"completion_tokens":2,"latency_ms":3,'
+    b'"status_code":200,"error_type":null,"at":1700000000.25}\n'
+)
+
+
 def _entry(number: int) -> UsageEntry:
     return UsageEntry(f"r{number}", 1, "k", "/v1/chat/completions", "m", "p", 1, 2, 3, 200, None)
 
@@ -210,12 +218,7 @@ async def test_a_torn_last_line_is_skipped(sqlite_url: str, tmp_path: Path) -> N
     await asyncio.to_thread(upgrade, sqlite_url)
     spool = tmp_path / "spool"
     spool.mkdir()
-    whole = (
-        b'{"request_id":"r1","api_key_id":1,"key_name":"k","route":"/v1/chat/completions",'
-        b'"model":"m","provider":"p","prompt_tokens":1,"completion_tokens":2,"latency_ms":3,'
-        b'"status_code":200,"error_type":null,"at":1700000000.25}\n'
-    )
-    (spool / "dead.jsonl").write_bytes(whole + whole.replace(b"r1", b"r2")[:40])
+    (spool / "dead.jsonl").write_bytes(_LINE + _LINE.replace(b"r1", b"r2")[:40])
     engine = create_engine(sqlite_url)
     recorder = UsageRecorder(
         Transactions(engine), flush_seconds=60, prices=PriceBook({}), spool_dir=spool
@@ -266,3 +269,30 @@ async def test_a_failed_batch_keeps_its_files_until_it_commits_opening_no_more(
     assert b'"r1"' not in during[1]
     assert left == []
     assert ids == ["r1", "r2", "r3"]
+
+
+async def test_orphans_the_database_refused_at_start_are_written_once_it_answers(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    await asyncio.to_thread(upgrade, postgres_url)
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    (spool / "dead.jsonl").write_bytes(_LINE)
+    engine = create_engine(postgres_url)
+    recorder = UsageRecorder(
+        Transactions(engine), flush_seconds=60, prices=PriceBook({}), spool_dir=spool
+    )
+    try:
+        await _allow_connections(postgres_url, False)
+        await recorder.start()  # refused: logged, and the gateway serves on
+        kept = (spool / "dead.jsonl").exists()
+        await _allow_connections(postgres_url, True)
+        await recorder.aclose()
+        ids = await _ids(engine)
+    finally:
+        await _allow_connections(postgres_url, True)
+        await engine.dispose()
+
+    assert kept
+    assert ids == ["r1"]
+    assert list(spool.iterdir()) == []
