@@ -16,6 +16,12 @@ class Counters(Protocol):
         """Add to the counter (created with ``ttl_seconds`` to live) and return its new value."""
         ...
 
+    async def hold(self, key: str, amount: float, limit: float, ttl_seconds: int) -> float | None:
+        """Add ``amount`` only while the counter is below ``limit``, in one atomic step: the new
+        value, or None with nothing added. A refused hold adds nothing even for a moment, so it
+        can never make another caller's hold look over the limit."""
+        ...
+
     async def get(self, key: str) -> float: ...
 
     async def aclose(self) -> None: ...
@@ -37,6 +43,11 @@ class MemoryCounters:
         if len(self._values) > 10_000:
             self._values = {k: v for k, v in self._values.items() if v[0] > now}
         return value + amount
+
+    async def hold(self, key: str, amount: float, limit: float, ttl_seconds: int) -> float | None:
+        if await self.get(key) >= limit:
+            return None
+        return await self.add(key, amount, ttl_seconds)
 
     async def get(self, key: str) -> float:
         expires, value = self._values.get(key, (0.0, 0.0))

@@ -3,7 +3,8 @@
 Budgets use them when there is no Redis (``redis_url`` unset): a budget must hold across the
 workers of one host and across replicas, and the database is the one store they all share. Each
 increment is one ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING`` statement, atomic on
-PostgreSQL and on SQLite (whose writes are serialized), so the increment is also the check.
+PostgreSQL and on SQLite (whose writes are serialized); a hold adds ``WHERE value < limit``, so
+the increment is also the check.
 Only keys with a budget pay this round trip; a key without one never reaches it.
 
 A counter's window is in its name, so an expired row is never read again: rows past their
@@ -39,6 +40,20 @@ class DatabaseCounters:
         self._next_sweep = 0.0
 
     async def add(self, key: str, amount: float, ttl_seconds: int) -> float:
+        value = await self._upsert(key, amount, ttl_seconds, None)
+        assert value is not None  # no limit: the statement always returns the row
+        return value
+
+    async def hold(self, key: str, amount: float, limit: float, ttl_seconds: int) -> float | None:
+        if limit <= 0:  # an absent counter reads 0: already at a limit of 0
+            return None
+        return await self._upsert(key, amount, ttl_seconds, limit)
+
+    async def _upsert(
+        self, key: str, amount: float, ttl_seconds: int, below: float | None
+    ) -> float | None:
+        """One ``INSERT ... ON CONFLICT DO UPDATE [WHERE value < below] RETURNING``: no row
+        returned when the counter is at ``below`` already (nothing added)."""
         now = self._clock()
         row = {"name": key, "value": amount, "expires_at": now + ttl_seconds}
         insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert
@@ -46,13 +61,15 @@ class DatabaseCounters:
             insert(LimitCounter)
             .values(row)
             .on_conflict_do_update(
-                index_elements=[LimitCounter.name], set_={"value": LimitCounter.value + amount}
+                index_elements=[LimitCounter.name],
+                set_={"value": LimitCounter.value + amount},
+                where=None if below is None else LimitCounter.value < below,
             )
             .returning(LimitCounter.value)
         )
         try:
             async with self._sessions.begin() as session:
-                value = (await session.execute(statement)).scalar_one()
+                value = (await session.execute(statement)).scalar_one_or_none()
                 if now >= self._next_sweep:
                     self._next_sweep = now + self._sweep_seconds
                     await session.execute(
@@ -60,7 +77,7 @@ class DatabaseCounters:
                     )
         except (SQLAlchemyError, OSError) as exc:
             raise CountersUnavailable(f"database: {type(exc).__name__}") from exc
-        return float(value)
+        return None if value is None else float(value)
 
     async def get(self, key: str) -> float:
         table = LimitCounter.__table__

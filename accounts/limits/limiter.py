@@ -115,12 +115,15 @@ class KeyLimiter:
     async def _hold(self, reservation: Reservation, applicable: list[Budget]) -> None:
         held = reservation.held
         for budget in applicable:
-            # The increment is the check: atomic, so each request sees every earlier hold.
-            after = await self._spend_counters.add(budget.counter, held, budget.ttl_seconds)
-            reservation.budgets.append(budget)
-            if after - held >= budget.limit:
-                await self._release(reservation)
+            # The hold is the check, atomic: each request sees every earlier hold, and a refused
+            # one adds nothing (an add-then-undo would briefly count it against the others).
+            after = await self._spend_counters.hold(
+                budget.counter, held, budget.limit, budget.ttl_seconds
+            )
+            if after is None:
+                await self._release(reservation)  # the budgets held before this one
                 raise BudgetExceeded(budget.refusal, budget.retry_after)
+            reservation.budgets.append(budget)
 
     async def _release(self, reservation: Reservation) -> None:
         reservation.settled = True

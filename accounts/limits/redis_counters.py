@@ -9,6 +9,15 @@ import redis.asyncio as redis
 
 from accounts.limits.counters import CountersUnavailable
 
+# KEYS[1] the counter; ARGV amount, limit, ttl. A script runs atomically in Redis.
+_HOLD = """
+local value = tonumber(redis.call('GET', KEYS[1]) or '0')
+if value >= tonumber(ARGV[2]) then return false end
+local after = redis.call('INCRBYFLOAT', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[3], 'NX')
+return after
+"""
+
 
 class RedisCounters:
     """Shared by every replica pointing at the same Redis and ``prefix``."""
@@ -27,6 +36,14 @@ class RedisCounters:
         except (redis.RedisError, OSError) as exc:
             raise CountersUnavailable(f"redis: {type(exc).__name__}") from exc
         return float(value)
+
+    async def hold(self, key: str, amount: float, limit: float, ttl_seconds: int) -> float | None:
+        name = self._prefix + key
+        try:
+            value = await self._redis.eval(_HOLD, 1, name, amount, limit, ttl_seconds)
+        except (redis.RedisError, OSError) as exc:
+            raise CountersUnavailable(f"redis: {type(exc).__name__}") from exc
+        return None if value is None else float(value)
 
     async def get(self, key: str) -> float:
         try:

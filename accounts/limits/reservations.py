@@ -2,10 +2,11 @@
 
 Spend is known only once the answer is in, so a budget checked before and charged after lets
 every simultaneous request through. Instead the limiter adds each request's worst-case cost to
-its budget counters before the request goes upstream (one atomic increment per budget, which is
-also the check) and settles the hold to the real cost after. Simultaneous requests therefore see
-each other's holds: a budget overshoots by at most one request's reserved cost, on one replica or
-across replicas sharing Redis.
+its budget counters before the request goes upstream (one atomic hold per budget, which is also
+the check: added only while the counter is below the budget, so a refused request adds nothing,
+not even for a moment) and settles the hold to the real cost after. Simultaneous requests
+therefore see each other's holds: a budget overshoots by at most one request's reserved cost, on
+one replica or across replicas sharing Redis.
 
 The worst case is deliberately simple: the model's ``per_request`` price, plus the output
 tokens the request may produce (its ``max_tokens``, else ``KeyLimitsConfig.reserve_max_tokens``)
