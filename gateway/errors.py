@@ -44,6 +44,7 @@ from chat_service.errors import (
     ToolCallNotFound,
     TurnFailed,
 )
+from db.transactions import DATABASE_ERRORS
 from db.unavailable import database_unavailable
 from gateway.context import request_context
 from gateway.responses import json_response
@@ -283,24 +284,33 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _unexpected_error(request: Request, exc: Exception) -> Response:
     context = request_context(request)
-    if database_unavailable(exc):
-        # A restart or failover of the database: the caller retries, nothing is wrong with what
-        # it asked. Logged by type only (a driver's message can hold a statement's parameters).
-        context.error_type = "service_unavailable"
-        log.warning("database_unavailable", request_id=context.request_id, error=type(exc).__name__)
-        message = "The database cannot be reached right now; retry shortly."
-        error = ErrorInfo(503, message, "service_unavailable", "database_unavailable")
-        return _shaped_response(request, error, {"retry-after": "1"})
     context.error_type = "api_error"
     log.error("unhandled_error", request_id=context.request_id, exc_info=exc)
     message = f"Internal error. Quote request id {context.request_id} when reporting it."
     return _shaped_response(request, ErrorInfo(500, message, "api_error"))
 
 
+async def _database_error(request: Request, exc: Exception) -> Response:
+    """Registered for the database's error types themselves, not left to the ``Exception``
+    handler: Starlette re-raises after that one, and the server then drops the connection the
+    answer was written to."""
+    if not database_unavailable(exc):
+        return await _unexpected_error(request, exc)
+    # A restart or failover of the database: the caller retries, nothing is wrong with what it
+    # asked. Logged by type only (a driver's message can hold a statement's parameters).
+    context = request_context(request)
+    context.error_type = "service_unavailable"
+    log.warning("database_unavailable", request_id=context.request_id, error=type(exc).__name__)
+    message = "The database cannot be reached right now; retry shortly."
+    error = ErrorInfo(503, message, "service_unavailable", "database_unavailable")
+    return _shaped_response(request, error, {"retry-after": "1"})
+
+
 _HANDLERS: tuple[tuple[type[Exception], ExceptionHandler], ...] = (
     (GatewayError, _gateway_error),
     (RequestValidationError, _validation_error),
     (HTTPException, _http_error),
+    *((error_class, _database_error) for error_class in DATABASE_ERRORS),
     (Exception, _unexpected_error),
 )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from logging import ERROR
 
 import asyncpg
 import httpx
@@ -44,7 +45,7 @@ def gateway() -> Iterator[RunningGateway]:
 
 
 def test_a_database_that_cannot_be_reached_is_503_with_retry_after(
-    gateway: RunningGateway,
+    gateway: RunningGateway, caplog: pytest.LogCaptureFixture
 ) -> None:
     key = gateway.create_key("team", ["user"])
     headers = {"authorization": f"Bearer {key}"}
@@ -62,3 +63,5 @@ def test_a_database_that_cannot_be_reached_is_503_with_retry_after(
     assert "database system" not in refused.text
     assert "asyncpg" not in refused.text
     assert again.status_code == 200, again.text
+    # Answered, not re-raised to the server (which would drop the connection it answered on).
+    assert not [r for r in caplog.records if r.name == "uvicorn.error" and r.levelno >= ERROR]
