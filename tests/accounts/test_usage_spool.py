@@ -83,6 +83,13 @@ async def _killed_worker(url: str, spool: Path | None, count: int) -> None:
     assert worker.returncode == -signal.SIGKILL
 
 
+def _spooling(engine: AsyncEngine, spool: Path) -> UsageRecorder:
+    """A recorder on ``engine`` spooling to ``spool``, flushed only when told (or at stop)."""
+    return UsageRecorder(
+        Transactions(engine), flush_seconds=60, prices=PriceBook({}), spool_dir=spool
+    )
+
+
 async def _ids(engine: AsyncEngine) -> list[str]:
     async with session_factory(engine)() as session:
         return sorted(await session.scalars(select(UsageRecord.request_id)))
@@ -116,9 +123,7 @@ async def test_the_entries_of_a_killed_process_are_written_once_at_the_next_star
     spool = tmp_path / "spool"
     await _killed_worker(database_url, spool, 20)
     engine = create_engine(database_url)
-    recorder = UsageRecorder(
-        Transactions(engine), flush_seconds=60, prices=PriceBook({}), spool_dir=spool
-    )
+    recorder = _spooling(engine, spool)
     try:
         assert await _ids(engine) == []
         await recorder.start()
@@ -157,9 +162,7 @@ async def test_a_file_whose_batch_committed_is_removed_without_writing_it_again(
     await asyncio.to_thread(upgrade, database_url)
     spool = tmp_path / "spool"
     engine = create_engine(database_url)
-    first = UsageRecorder(
-        Transactions(engine), flush_seconds=60, prices=PriceBook({}), spool_dir=spool
-    )
+    first = _spooling(engine, spool)
     try:
         await first.start()
         for number in range(3):
@@ -170,9 +173,7 @@ async def test_a_file_whose_batch_committed_is_removed_without_writing_it_again(
         assert not spooled.exists()
         # As if the process died between the batch's commit and the file's removal.
         (spool / "committed.jsonl").write_bytes(content)
-        second = UsageRecorder(
-            Transactions(engine), flush_seconds=60, prices=PriceBook({}), spool_dir=spool
-        )
+        second = _spooling(engine, spool)
         await second.start()
         assert not (spool / "committed.jsonl").exists()
         await second.aclose()
@@ -192,15 +193,11 @@ async def test_a_file_a_live_process_holds_is_not_replayed_by_another(
     await asyncio.to_thread(upgrade, database_url)
     spool = tmp_path / "spool"
     engine = create_engine(database_url)
-    live = UsageRecorder(
-        Transactions(engine), flush_seconds=60, prices=PriceBook({}), spool_dir=spool
-    )
+    live = _spooling(engine, spool)
     try:
         await live.start()
         live.record(_entry(1))
-        other = UsageRecorder(
-            Transactions(engine), flush_seconds=60, prices=PriceBook({}), spool_dir=spool
-        )
+        other = _spooling(engine, spool)
         await other.start()
         before = await _ids(engine)
         await other.aclose()
@@ -220,9 +217,7 @@ async def test_a_torn_last_line_is_skipped(sqlite_url: str, tmp_path: Path) -> N
     spool.mkdir()
     (spool / "dead.jsonl").write_bytes(_LINE + _LINE.replace(b"r1", b"r2")[:40])
     engine = create_engine(sqlite_url)
-    recorder = UsageRecorder(
-        Transactions(engine), flush_seconds=60, prices=PriceBook({}), spool_dir=spool
-    )
+    recorder = _spooling(engine, spool)
     try:
         await recorder.start()
         await recorder.aclose()
@@ -242,9 +237,7 @@ async def test_a_failed_batch_keeps_its_files_until_it_commits_opening_no_more(
     await asyncio.to_thread(upgrade, postgres_url)
     spool = tmp_path / "spool"
     engine = create_engine(postgres_url)
-    recorder = UsageRecorder(
-        Transactions(engine), flush_seconds=60, prices=PriceBook({}), spool_dir=spool
-    )
+    recorder = _spooling(engine, spool)
     try:
         await recorder.start()
         await _allow_connections(postgres_url, False)
@@ -279,9 +272,7 @@ async def test_orphans_the_database_refused_at_start_are_written_once_it_answers
     spool.mkdir()
     (spool / "dead.jsonl").write_bytes(_LINE)
     engine = create_engine(postgres_url)
-    recorder = UsageRecorder(
-        Transactions(engine), flush_seconds=60, prices=PriceBook({}), spool_dir=spool
-    )
+    recorder = _spooling(engine, spool)
     try:
         await _allow_connections(postgres_url, False)
         await recorder.start()  # refused: logged, and the gateway serves on
